@@ -1,0 +1,3 @@
+"""symshape: trace PyTorch programs once, with symbolic sizes."""
+
+__version__ = "0.1.0"

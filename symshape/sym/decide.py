@@ -1,0 +1,389 @@
+"""The decision procedure: simplification, bounds and three-valued answers
+under the facts a ``Knowledge`` holds (``facts.py``).
+
+Deciding ``a op b`` normalizes to ``e op 0`` (``logic.py``), substitutes the
+replacements, then tries, cheapest first:
+
+1. interval bounds of ``e`` from the atoms' ranges;
+2. for products, bounds after shifting every atom to its lower bound
+   (``b*c - c`` with ``b, c >= 2`` becomes ``2 + 2*b' + c' + b'*c'``, all >= 0);
+3. for floor divisions, bounds after ``x // n -> (x - x % n) / n``;
+4. divisibility (``e == 0`` is false when ``e = 2*x + 1``, or when ``x % 8 == 0``
+   and ``e = x - 3``);
+5. each stored relation ``f <= 0``: if ``mu*e - lam*f <= 0`` by bounds, so is e.
+
+Nothing here guesses: an answer is True, False, or None (unknown).
+"""
+
+from __future__ import annotations
+
+import math
+
+from symshape.sym import expr as E
+from symshape.sym import ranges as R
+from symshape.sym.expr import FloorDiv, Max, Min, Mod, Mono, Sum, Symbol, lin
+from symshape.sym.logic import And, Or, Rel, _rel, and_, or_
+from symshape.sym.ranges import INF
+
+_MISSING = object()
+
+
+class Reasoner:
+    """Read-only reasoning over ``ranges``, ``repl``, ``div`` and ``rels``."""
+
+    ranges: dict
+    repl: dict
+    div: dict
+    rels: list
+
+    def _reset_caches(self) -> None:
+        self._simp_cache: dict = {}
+        self._bounds_cache: dict = {}
+        self._decide_cache: dict = {}
+
+    # -- simplification -----------------------------------------------------------
+    def simplify(self, x):
+        if type(x) is int or type(x) is bool:
+            return x
+        r = self._simp_cache.get(x.uid)
+        if r is None:
+            r = self._simplify(x)
+            self._simp_cache[x.uid] = r
+        return r
+
+    def _simplify(self, x):
+        t = type(x)
+        s = self.simplify
+        if t is Symbol:
+            return self.repl.get(x, x)
+        if t is Sum:
+            r = x.const
+            for term, c in x.terms:
+                r = E.add(r, E.scale(s(term), c))
+            return self._rewrite_exact_divisions(r)
+        if t is Mono:
+            r = 1
+            for a, p in x.factors:
+                r = E.mul(r, E.pow_(s(a), p))
+            return r
+        if t is FloorDiv:
+            return self._simplify_floordiv(E.floordiv(s(x.a), s(x.b)))
+        if t is Mod:
+            return self._simplify_mod(E.mod(s(x.a), s(x.b)))
+        if t is Max or t is Min:
+            return self._simplify_minmax(t, [s(a) for a in x.args])
+        if t is Rel:
+            return _rel(x.op, s(x.lhs))
+        if t is And:
+            return and_(*(s(a) for a in x.args))
+        if t is Or:
+            return or_(*(s(a) for a in x.args))
+        raise TypeError(f"not a symbolic expression: {x!r}")
+
+    def _simplify_floordiv(self, r):
+        if type(r) is not FloorDiv:
+            return r
+        a, b = r.a, r.b
+        if type(b) is int:
+            lo, hi = self.bounds(a)
+            if lo not in (INF, -INF) and hi not in (INF, -INF) and lo // b == hi // b:
+                return lo // b  # a // n is constant on a's range
+            return r
+        blo, _ = self.bounds(b)
+        alo, ahi = self.bounds(a)
+        if blo > 0 and alo >= 0 and ahi < blo:
+            return 0  # 0 <= a < b -> a // b == 0
+        return r
+
+    def _simplify_mod(self, r):
+        if type(r) is not Mod:
+            return r
+        a, b = r.a, r.b
+        if type(b) is int:
+            g, c = self.modulus(a)
+            if g % b == 0:
+                return c % b  # a == c (mod g) and b | g
+            lo, hi = self.bounds(a)
+            if lo not in (INF, -INF) and hi not in (INF, -INF) and lo // b == hi // b:
+                return E.sub(a, (lo // b) * b)  # a % n -> a - k*n on [k*n, (k+1)*n)
+            return r
+        blo, _ = self.bounds(b)
+        alo, ahi = self.bounds(a)
+        if blo > 0 and alo >= 0 and ahi < blo:
+            return a  # 0 <= a < b -> a % b == a
+        return r
+
+    def _simplify_minmax(self, t, args):
+        build = E.sym_max if t is Max else E.sym_min
+        r = build(*args)
+        if type(r) is not t:
+            return r
+
+        def dominates(y, x) -> bool:  # max: x <= y is known; min: x >= y is known
+            lo, hi = self.bounds(E.sub(x, y))
+            return hi <= 0 if t is Max else lo >= 0
+
+        keep: list = []
+        for x in r.args:
+            if any(dominates(y, x) for y in keep):
+                continue
+            keep = [y for y in keep if not dominates(x, y)]
+            keep.append(x)
+        return build(*keep)
+
+    def _rewrite_exact_divisions(self, r):
+        """``k*(x // n) -> (k/n)*(x - c)`` when ``n | k`` and ``x % n == c`` is known."""
+        if type(r) is not Sum:
+            return r
+        changed = False
+        out = r.const
+        for t, k in r.terms:
+            if type(t) is FloorDiv and type(t.b) is int and k % t.b == 0:
+                g, c = self.modulus(t.a)
+                if g % t.b == 0:
+                    out = E.add(out, E.scale(E.sub(t.a, c % t.b), k // t.b))
+                    changed = True
+                    continue
+            out = E.add(out, E.scale(t, k))
+        return out if changed else r
+
+    # -- divisibility -----------------------------------------------------------
+    def modulus(self, x) -> tuple[int, int]:
+        """``(g, c)`` such that ``x == c (mod g)`` is known; ``g == 0`` means x == c."""
+        if type(x) is int:
+            return 0, x
+        whole = self.div.get(x)
+        c, terms = lin(x)
+        g = 0
+        for t, k in terms:
+            g = math.gcd(g, k * self._term_modulus(t))
+            if g == 1:
+                break
+        if whole is not None and whole > g:
+            return whole, 0
+        return g, c
+
+    def _term_modulus(self, t) -> int:
+        m = self.div.get(t)
+        if m is not None:
+            return m
+        if type(t) is Mono:
+            m = 1
+            for a, p in t.factors:
+                m *= self.div.get(a, 1) ** p
+            return m
+        return 1
+
+    # -- bounds ---------------------------------------------------------------------
+    def bounds(self, x, depth: int = 0) -> tuple:
+        if type(x) is int:
+            return x, x
+        r = self._bounds_cache.get(x.uid)
+        if r is None:
+            r = self._bounds(x, depth)
+            if depth == 0:
+                self._bounds_cache[x.uid] = r
+        return r
+
+    def _bounds(self, x, depth: int) -> tuple:
+        t = type(x)
+        b = self.bounds
+        if t is Symbol:
+            return self.ranges.get(x, R.FULL)
+        if t is Sum:
+            return self._sum_bounds(x, depth)
+        if t is Mono:
+            r = (1, 1)
+            for a, p in x.factors:
+                r = R.r_mul(r, R.r_pow(b(a), p))
+        elif t is FloorDiv:
+            r = R.r_floordiv(b(x.a), b(x.b))
+        elif t is Mod:
+            r = R.r_mod(b(x.a), b(x.b))
+        elif t is Max:
+            r = R.r_max([b(a) for a in x.args])
+        elif t is Min:
+            r = R.r_min([b(a) for a in x.args])
+        else:
+            raise TypeError(f"not an integer expression: {x!r}")
+        stored = self.ranges.get(x)
+        return R.intersect(r, stored) if stored is not None else r
+
+    def _sum_bounds(self, x, depth: int) -> tuple:
+        lo = hi = x.const
+        has_mono = has_fd = False
+        for t, k in x.terms:
+            tl, th = R.r_scale(self.bounds(t, depth), k)
+            lo, hi = lo + tl, hi + th
+            tt = type(t)
+            has_mono |= tt is Mono
+            has_fd |= tt is FloorDiv and type(t.b) is int
+        if lo == hi or depth > 1:
+            return lo, hi
+        if has_mono:
+            shifted = self._shifted_bounds(x)
+            if shifted is not None:
+                lo, hi = max(lo, shifted[0]), min(hi, shifted[1])
+        if has_fd:
+            lo2, hi2 = self._floordiv_free_bounds(x, depth)
+            lo, hi = max(lo, lo2), min(hi, hi2)
+        return lo, hi
+
+    def _shifted_bounds(self, x):
+        """Bounds after substituting ``a = lo_a + a'`` (``a' >= 0``) for every atom."""
+        shift: dict[int, tuple] = {}
+        for t, _ in x.terms:
+            for a, _p in E._factors(t):
+                if a.uid not in shift:
+                    lo, hi = self.bounds(a)
+                    if lo == -INF:
+                        return None
+                    shift[a.uid] = (lo, hi - lo)
+        poly: dict[tuple, int] = {(): x.const}
+        for t, k in x.terms:
+            tp: dict[tuple, int] = {(): k}
+            for a, p in E._factors(t):
+                lo = shift[a.uid][0]
+                for _ in range(p):
+                    nxt: dict[tuple, int] = {}
+                    for m, c in tp.items():
+                        if lo:
+                            nxt[m] = nxt.get(m, 0) + c * lo
+                        m2 = tuple(sorted((*m, a.uid)))
+                        nxt[m2] = nxt.get(m2, 0) + c
+                    tp = nxt
+            for m, c in tp.items():
+                poly[m] = poly.get(m, 0) + c
+        lo = hi = poly.pop((), 0)
+        for m, c in poly.items():
+            if not c:
+                continue
+            ub = 1
+            for u in m:
+                ub = R.mul_bound(ub, shift[u][1])
+            if c > 0:
+                hi += R.mul_bound(c, ub)
+            else:
+                lo += R.mul_bound(c, ub)
+        return lo, hi
+
+    def _floordiv_free_bounds(self, x, depth: int) -> tuple:
+        """Bounds of ``x`` after ``a // n -> (a - a % n) / n``, scaled by lcm(n)."""
+        lcm = 1
+        for t, _ in x.terms:
+            if type(t) is FloorDiv and type(t.b) is int:
+                lcm = lcm * t.b // math.gcd(lcm, t.b)
+        scaled = lcm * x.const
+        for t, k in x.terms:
+            if type(t) is FloorDiv and type(t.b) is int:
+                exact = E.sub(t.a, self.simplify(E.mod(t.a, t.b)))
+                scaled = E.add(scaled, E.scale(exact, k * (lcm // t.b)))
+            else:
+                scaled = E.add(scaled, E.scale(t, k * lcm))
+        lo, hi = self.bounds(scaled, depth + 1)
+        lo = -((-lo) // lcm) if lo != -INF else lo
+        hi = hi // lcm if hi != INF else hi
+        return lo, hi
+
+    # -- decisions ----------------------------------------------------------------
+    def decide(self, cond):
+        """True, False or None for a condition already simplified."""
+        if type(cond) is bool:
+            return cond
+        r = self._decide_cache.get(cond.uid, _MISSING)
+        if r is _MISSING:
+            r = self._decide(cond)
+            self._decide_cache[cond.uid] = r
+        return r
+
+    def _decide(self, cond):
+        t = type(cond)
+        if t is Rel:
+            if cond.op == "<=":
+                return self._decide_le(cond.lhs)
+            r = self._decide_eq(cond.lhs)
+            return r if r is None or cond.op == "==" else not r
+        if t is And or t is Or:
+            rs = [self.decide(a) for a in cond.args]
+            if t is And:
+                if any(r is False for r in rs):
+                    return False
+                if all(r is True for r in rs):
+                    return True
+            else:
+                if any(r is True for r in rs):
+                    return True
+                if all(r is False for r in rs):
+                    return False
+            if any(f.cond is cond for f in self.rels):
+                return True
+            return None
+        raise TypeError(f"not a condition: {cond!r}")
+
+    def _decide_le(self, e):
+        lo, hi = self.bounds(e)
+        if hi <= 0:
+            return True
+        if lo > 0:
+            return False
+        if self._implied_le(e):
+            return True
+        if self._implied_le(E.add(E.scale(e, -1), 1)):
+            return False
+        return None
+
+    def _decide_eq(self, e):
+        if type(e) is int:
+            return e == 0
+        lo, hi = self.bounds(e)
+        if lo == hi == 0:
+            return True
+        if lo > 0 or hi < 0:
+            return False
+        g, c = self.modulus(e)
+        if g and c % g:
+            return False  # e == c (mod g) with c not a multiple of g
+        for f in self.rels:
+            if f.cond.__class__ is Rel and f.cond.lhs is e:
+                if f.cond.op == "==":
+                    return True
+                if f.cond.op == "!=":
+                    return False
+        up = self._implied_le(e)
+        down = self._implied_le(E.scale(e, -1))
+        if up and down:
+            return True
+        if self._implied_le(E.add(e, 1)) or self._implied_le(E.add(E.scale(e, -1), 1)):
+            return False
+        return None
+
+    def _implied_le(self, e) -> bool:
+        """Is ``e <= 0`` implied by one stored relation and the ranges?"""
+        if type(e) is int:
+            return e <= 0
+        syms = e.free_symbols
+        for f in self.rels:
+            cond = f.cond
+            if type(cond) is not Rel or cond.op == "!=" or not (f.syms & syms):
+                continue
+            sides = (cond.lhs,) if cond.op == "<=" else (cond.lhs, E.scale(cond.lhs, -1))
+            for fl in sides:
+                for mu, lam in _multipliers(e, fl):
+                    d = E.sub(E.scale(e, mu), E.scale(fl, lam))
+                    if self.bounds(d)[1] <= 0:
+                        return True
+        return False
+
+
+def _multipliers(e, f) -> list[tuple[int, int]]:
+    """Positive ``(mu, lam)`` that cancel a term shared by ``e`` and ``f``."""
+    out = [(1, 1)]
+    fc = dict(lin(f)[1])
+    for t, a in lin(e)[1]:
+        b = fc.get(t)
+        if b is not None and (a > 0) == (b > 0):
+            g = math.gcd(a, b)
+            pair = (abs(b) // g, abs(a) // g)
+            if pair not in out:
+                out.append(pair)
+    return out

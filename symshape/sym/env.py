@@ -1,0 +1,334 @@
+"""``ShapeEnv``: symbols, what is known about them, guards and runtime asserts.
+
+    >>> env = ShapeEnv()
+    >>> x = env.symbol("x", hint=10)         # backed: from a real input
+    >>> env.guard(x > 4)                     # unknown statically: decided by the hint
+    True
+    >>> env.known(x >= 5), env.known(x != 5)
+    (True, None)
+    >>> env.guards
+    [Guard(x >= 5)]
+    >>> u = env.unbacked("u", min=0)         # data-dependent: no hint
+    >>> env.check(u < x)                     # recorded as a runtime assert
+    >>> env.known(u >= x)
+    False
+
+Decisions are three-valued (``known``); ``guard`` turns "unknown" into a
+recorded guard for backed symbols and into a ``DataDependentError`` for
+unbacked ones; ``check`` is the user's assertion of a fact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from symshape.sym import expr as E
+from symshape.sym.errors import (
+    CheckError,
+    DataDependentError,
+    InconsistentFactError,
+    SymbolicZeroDivisionError,
+)
+from symshape.sym.expr import FloorDiv, Mod, Symbol
+from symshape.sym.facts import Knowledge
+from symshape.sym.guards import Guard, GuardFunction, RuntimeAssert, final_guards
+from symshape.sym.logic import BoolExpr, _bool, not_
+from symshape.sym.ranges import INF, Range, make_range
+from symshape.sym.source import Location, user_location
+
+
+@dataclass(frozen=True, slots=True)
+class SymbolInfo:
+    """What a ShapeEnv records about one symbol."""
+
+    symbol: Symbol
+    hint: int | None  # None for unbacked symbols
+    declared: tuple  # the range given at creation
+    source: str | None  # what the symbol stands for, e.g. "x.size(0)"
+    index: int  # creation order
+    where: Location | None
+
+    @property
+    def backed(self) -> bool:
+        return self.hint is not None
+
+    @property
+    def label(self) -> str:
+        return self.source or self.symbol.name
+
+
+class ShapeEnv:
+    """Symbols with value ranges and hints, the facts learned about them, and
+    the guards and runtime asserts that make a trace valid."""
+
+    def __init__(self) -> None:
+        self._info: dict[Symbol, SymbolInfo] = {}
+        self._hints: dict[Symbol, int] = {}
+        self._k = Knowledge(rank=self._rank, backed=self._is_backed)
+        self._recorded: list[Guard] = []
+        self._asserts: list[RuntimeAssert] = []
+        self._valid: dict[int, int] = {}  # expr uid -> knowledge version it was validated at
+        self._final: tuple | None = None
+
+    # -- symbols -----------------------------------------------------------------
+    def symbol(
+        self,
+        name: str,
+        hint: int,
+        min: int | None = 0,
+        max: int | None = None,
+        *,
+        source: str | None = None,
+    ) -> Symbol:
+        """A backed symbol: stands for a value seen on a real input (``hint``)."""
+        if isinstance(hint, bool) or not isinstance(hint, int):
+            raise TypeError(
+                f"the hint of symbol {name!r} must be an int (the size seen on the input), "
+                f"found {type(hint).__name__}: {hint!r}"
+            )
+        rng = make_range(min, max)
+        if not rng[0] <= hint <= rng[1]:
+            raise ValueError(
+                f"the hint {hint} of symbol {name!r} is outside its range [{rng[0]}, {rng[1]}]"
+            )
+        s = self._new(name, int(hint), rng, source)
+        self._hints[s] = int(hint)
+        return s
+
+    def unbacked(
+        self,
+        name: str,
+        min: int | None = None,
+        max: int | None = None,
+        *,
+        source: str | None = None,
+    ) -> Symbol:
+        """An unbacked symbol: a data-dependent value with no hint (``nonzero``'s count)."""
+        return self._new(name, None, make_range(min, max), source)
+
+    def _new(self, name, hint, rng, source) -> Symbol:
+        s = Symbol(name)
+        if s in self._info:
+            raise ValueError(f"a symbol named {name!r} already exists in this ShapeEnv")
+        self._info[s] = SymbolInfo(s, hint, rng, source, len(self._info), user_location())
+        self._k.declare(s, rng)
+        return s
+
+    def info(self, s: Symbol) -> SymbolInfo:
+        return self._info[s]
+
+    @property
+    def symbols(self) -> list[SymbolInfo]:
+        return list(self._info.values())
+
+    def _rank(self, s: Symbol) -> tuple:
+        i = self._info.get(s)
+        return (i is not None and i.hint is None, i.index if i else -1)
+
+    def _is_backed(self, s: Symbol) -> bool:
+        return s in self._hints
+
+    # -- reading ------------------------------------------------------------------
+    def simplify(self, x):
+        """``x`` rewritten with everything known: replacements, ranges, divisibility."""
+        if type(x) is int or type(x) is bool:
+            return x
+        self._validate(x)
+        return self._k.simplify(x)
+
+    def bounds(self, x) -> Range:
+        """The tightest known range of an integer expression."""
+        x = E._int(x)
+        if type(x) is int:
+            return Range(x, x)
+        s = self.simplify(x)
+        lo, hi = self._k.bounds(s)
+        return Range(lo, hi)
+
+    def known(self, cond) -> bool | None:
+        """True or False when ``cond`` is decided by the facts; None otherwise.
+        Records nothing and is never wrong."""
+        cond = _bool(cond)
+        if type(cond) is bool:
+            return cond
+        return self._k.decide(self.simplify(cond))
+
+    def hint(self, x):
+        """Value of ``x`` on the inputs the backed symbols came from."""
+        s = self.simplify(x)
+        if type(s) is int or type(s) is bool:
+            return s
+        missing = [v for v in s.free_symbols if v not in self._hints]
+        if missing:
+            raise self._data_dependent(x, s, None, "needs the concrete value of")
+        return E.evaluate(s, self._hints)
+
+    def evaluate(self, x, values: Mapping):
+        """Value of ``x`` when symbols take ``values`` (keyed by Symbol or name)."""
+        return E.evaluate(E._int(x) if not isinstance(x, (BoolExpr, bool)) else x, values)
+
+    # -- deciding -------------------------------------------------------------------
+    def guard(self, cond, where: Location | None = None) -> bool:
+        """Decide ``cond``: statically when the facts allow; otherwise by the hints
+        of backed symbols, recording a guard and learning from it. Raises
+        ``DataDependentError`` when unbacked symbols leave it undecided."""
+        cond = _bool(cond)
+        if type(cond) is bool:
+            return cond
+        s = self.simplify(cond)
+        r = self._k.decide(s)
+        if r is not None:
+            return r
+        where = where or user_location()
+        if any(v not in self._hints for v in s.free_symbols):
+            raise self._data_dependent(cond, s, where, "cannot decide")
+        value = bool(E.evaluate(s, self._hints))
+        taken = s if value else not_(s)
+        self._recorded.append(Guard(taken, where))
+        self._learn(taken, where, "guard")
+        return value
+
+    def specialize(self, x, where: Location | None = None) -> int:
+        """The concrete value of ``x``, guarding that it stays so."""
+        s = self.simplify(E._int(x))
+        if type(s) is int:
+            return s
+        v = self.hint(s)
+        self.guard(E._CMP["eq"](s, v), where)
+        return v
+
+    def check(self, cond, msg: str | None = None, where: Location | None = None) -> None:
+        """The user asserts ``cond``. Provable: nothing is recorded. Only backed
+        symbols: a guard (an error now if the hints violate it). Otherwise: a
+        runtime assert. In every case the engine learns it."""
+        cond = _bool(cond)
+        where = where or user_location()
+        if type(cond) is bool:
+            if not cond:
+                raise CheckError(_check_text("is false", cond, msg, where))
+            return
+        s = self.simplify(cond)
+        r = self._k.decide(s)
+        if r is True:
+            return
+        if r is False:
+            raise CheckError(_check_text("can never hold given what is known", s, msg, where))
+        if all(v in self._hints for v in s.free_symbols):
+            if not E.evaluate(s, self._hints):
+                values = ", ".join(
+                    f"{v} = {self._hints[v]}" for v in sorted(s.free_symbols, key=str)
+                )
+                raise CheckError(_check_text(f"fails for this input ({values})", s, msg, where))
+            self._recorded.append(Guard(s, where))
+            self._learn(s, where, "guard")
+            return
+        self._asserts.append(RuntimeAssert(s, where, msg))
+        self._learn(s, where, "assert")
+
+    def _learn(self, cond, where, origin) -> None:
+        try:
+            self._k.learn(cond, where, origin)
+        except InconsistentFactError as e:
+            raise CheckError(
+                _check_text(f"contradicts earlier facts ({e})", cond, None, where)
+            ) from None
+        self._final = None
+
+    # -- output ---------------------------------------------------------------------
+    @property
+    def guards(self) -> list[Guard]:
+        """The minimal guard list: none is implied by the others or the ranges."""
+        key = (self._k.version, len(self._recorded))
+        if self._final is None or self._final[0] != key:
+            self._final = (key, final_guards(self))
+        return list(self._final[1])
+
+    @property
+    def recorded_guards(self) -> list[Guard]:
+        """Every guard in the order it was taken (before minimization)."""
+        return list(self._recorded)
+
+    @property
+    def runtime_asserts(self) -> list[RuntimeAssert]:
+        return list(self._asserts)
+
+    def guard_function(self) -> GuardFunction:
+        """The guards compiled into one Python function of the backed symbols."""
+        args = [i.symbol for i in self._info.values() if i.backed]
+        return GuardFunction.build(self.guards, args)
+
+    def describe(self, x) -> str:
+        """``x`` printed with each symbol replaced by what it stands for."""
+        return E.to_str(x, self._label)
+
+    def _label(self, s: Symbol) -> str:
+        i = self._info.get(s)
+        return i.label if i is not None else s.name
+
+    # -- validation -----------------------------------------------------------------
+    def _validate(self, x) -> None:
+        """Unknown symbols and possibly-zero divisors are errors, never answers."""
+        if self._valid.get(x.uid) == self._k.version:
+            return
+        for v in x.free_symbols:
+            if v not in self._info:
+                raise KeyError(f"symbol {v.name} does not belong to this ShapeEnv")
+        self._check_divisors(x)
+        self._valid[x.uid] = self._k.version
+
+    def _check_divisors(self, x) -> None:
+        stack = [x]
+        seen: set[int] = set()
+        while stack:
+            n = stack.pop()
+            if type(n) is int or type(n) is bool or n.uid in seen:
+                continue
+            seen.add(n.uid)
+            if type(n) in (FloorDiv, Mod) and type(n.b) is not int:
+                lo, hi = self._k.bounds(self._k.simplify(n.b))
+                if lo <= 0 <= hi:
+                    op = "//" if type(n) is FloorDiv else "%"
+                    raise SymbolicZeroDivisionError(
+                        f"`{self.describe(n)}`: the divisor `{self.describe(n.b)}` may be zero "
+                        f"(its range is [{_b(lo)}, {_b(hi)}]). Expected a divisor known to be "
+                        f"nonzero; add `check({n.b} != 0)` (or `> 0`) before dividing with `{op}`."
+                    )
+            stack.extend(n.children())
+
+    def _data_dependent(self, cond, s, where, verb) -> DataDependentError:
+        unbacked = sorted((v for v in s.free_symbols if v not in self._hints), key=str)
+        lines = [f"Could not decide `{cond}` while tracing: it depends on data-dependent values."]
+        if s is not cond:
+            lines.append(f"  (simplified: `{s}`)")
+        for v in unbacked:
+            i = self._info[v]
+            origin = f" from {i.source}" if i.source else ""
+            at = f" at {i.where}" if i.where else ""
+            lines.append(f"  {v.name}: known only at run time{origin}{at}")
+        if where is not None:
+            lines.append(f"It was needed at {where.describe()}")
+        yes, no = E.to_str(s), E.to_str(not_(s))
+        lines.append(
+            "If you know which way it goes, say so before that line, e.g.\n"
+            f"    symshape.check({yes})\nor\n    symshape.check({no})\n"
+            "(with the Python values your code has for these symbols); otherwise compute "
+            "without branching on it, e.g. with torch.where."
+        )
+        return DataDependentError("\n".join(lines), expr=cond, location=where)
+
+
+def _b(v) -> str:
+    return "inf" if v == INF else "-inf" if v == -INF else str(v)
+
+
+def _check_text(what: str, cond, msg, where) -> str:
+    text = f"check `{cond}` {what}"
+    if msg:
+        text += f": {msg}"
+    if where is not None:
+        text += f"\n  at {where.describe()}"
+    return text
+
+
+__all__ = ["ShapeEnv", "SymbolInfo"]

@@ -1,0 +1,71 @@
+"""Where in the user's code something happened.
+
+Guards, asserts and errors carry the first stack frame outside symshape and
+torch, so a person can read which line caused them.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+from dataclasses import dataclass
+
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_SKIP_DIRS: list[str] = [_PKG_DIR + os.sep]
+_SKIP_FILES = ("<frozen ", "contextlib.py", "functools.py")
+
+
+def skip_directory(path: str) -> None:
+    """Treat frames from files under ``path`` as library code, not user code."""
+    path = os.path.abspath(path) + os.sep
+    if path not in _SKIP_DIRS:
+        _SKIP_DIRS.append(path)
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """A line of user code: ``model.py:42 in forward``."""
+
+    filename: str
+    lineno: int
+    function: str
+
+    @property
+    def line(self) -> str:
+        return linecache.getline(self.filename, self.lineno).strip()
+
+    @property
+    def short(self) -> str:
+        return f"{os.path.basename(self.filename)}:{self.lineno}"
+
+    def __str__(self) -> str:
+        return f"{self.short} in {self.function}"
+
+    def describe(self) -> str:
+        """Location and source text, for error messages."""
+        text = self.line
+        return f"{self} ({self.filename}:{self.lineno})" + (f"\n    {text}" if text else "")
+
+
+def _torch_dir() -> str | None:
+    torch = sys.modules.get("torch")
+    f = getattr(torch, "__file__", None)
+    return os.path.dirname(os.path.abspath(f)) + os.sep if f else None
+
+
+def user_location(skip: int = 1) -> Location | None:
+    """The innermost frame that belongs to neither symshape nor torch."""
+    tdir = _torch_dir()
+    f = sys._getframe(skip)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not (
+            any(fn.startswith(d) for d in _SKIP_DIRS)
+            or (tdir is not None and fn.startswith(tdir))
+            or fn.startswith(_SKIP_FILES)
+            or fn.endswith(_SKIP_FILES)
+        ):
+            return Location(fn, f.f_lineno, f.f_code.co_name)
+        f = f.f_back
+    return None
