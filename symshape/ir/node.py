@@ -1,0 +1,152 @@
+"""Values, nodes and the built-in IR operations.
+
+A trace is straight-line SSA code. Every value has one name, assigned once::
+
+    t2 = linear(x, fc1_weight, fc1_bias)   # f32[s0, 128]
+    i0 = s0 * 128                          # shape arithmetic, computed once
+    t3 = view(t2, (i0,))                   # f32[128*s0]
+
+A ``Var`` is a name with optional metadata (``TensorMeta`` for tensors, the
+symbolic ``Expr`` an int stands for). A ``Node`` binds its outputs to the
+result of calling ``op.fn`` on its arguments; arguments are Vars, constants,
+and tuples/lists/slices of those.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from symshape.sym import expr as E
+
+_DTYPE_SHORT = {
+    torch.float32: "f32",
+    torch.float64: "f64",
+    torch.float16: "f16",
+    torch.bfloat16: "bf16",
+    torch.int64: "i64",
+    torch.int32: "i32",
+    torch.int16: "i16",
+    torch.int8: "i8",
+    torch.uint8: "u8",
+    torch.bool: "b8",
+    torch.complex64: "c64",
+    torch.complex128: "c128",
+}
+
+
+def dtype_short(dtype: torch.dtype) -> str:
+    return _DTYPE_SHORT.get(dtype, str(dtype).replace("torch.", ""))
+
+
+@dataclass(frozen=True, slots=True)
+class TensorMeta:
+    """What a trace knows about a tensor: symbolic shape and strides, dtype, device."""
+
+    shape: tuple  # of int | Expr
+    dtype: torch.dtype
+    device: torch.device
+    requires_grad: bool = False
+    strides: tuple | None = None  # None: contiguous
+
+    def __str__(self) -> str:
+        dims = ", ".join(str(d) for d in self.shape)
+        dev = "" if self.device.type == "cpu" else f" {self.device}"
+        return f"{dtype_short(self.dtype)}[{dims}]{dev}"
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def like(self, **changes) -> TensorMeta:
+        """A copy with some fields changed; a new shape resets strides to contiguous."""
+        if "shape" in changes and "strides" not in changes:
+            changes["strides"] = None
+        if "shape" in changes:
+            changes["shape"] = tuple(changes["shape"])
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(eq=False, slots=True)
+class Var:
+    """An SSA name. Compared by identity; ``meta`` annotates it for printing."""
+
+    name: str
+    meta: Any = None
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class OpRef:
+    """A callable a trace can call: ``name`` is its alias in generated code,
+    ``source`` the Python expression that fetches it (``torch.nn.functional.gelu``)."""
+
+    name: str
+    fn: Callable
+    source: str
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+# Built-in operations of the IR itself: they print as Python statements, not calls.
+SYM = OpRef("sym", E.evaluate, "symshape.sym.evaluate")  # i0 = <int expression>
+ASSERT = OpRef("assert", lambda *a: None, "symshape.ir.node.ASSERT")  # runtime assert
+CONST = OpRef("const", lambda v: v, "symshape.ir.node.CONST")  # a lifted constant
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """``outputs = op(*args, **kwargs)``; ``where`` is the user's source line.
+
+    For ``SYM`` nodes, ``args == (expr,)``; for ``ASSERT`` nodes,
+    ``args == (cond, index)`` where ``index`` numbers the trace's asserts."""
+
+    op: Any  # OpRef, or an op definition with .name/.fn/.source
+    args: tuple = ()
+    kwargs: tuple = ()  # ((name, value), ...)
+    outputs: tuple = ()  # of Var
+    where: Any = None
+    unpack: bool = False  # outputs bind the elements of a returned tuple
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def inputs(self) -> Iterator[Var]:
+        """Every Var read by this node (in arguments, nested or inside expressions)."""
+        yield from iter_vars(self.args)
+        yield from iter_vars(tuple(v for _, v in self.kwargs))
+
+
+def iter_vars(x) -> Iterator[Var]:
+    t = type(x)
+    if t is Var:
+        yield x
+    elif t is tuple or t is list:
+        for y in x:
+            yield from iter_vars(y)
+    elif t is slice:
+        yield from iter_vars((x.start, x.stop, x.step))
+    elif t is dict:
+        for y in x.values():
+            yield from iter_vars(y)
+
+
+def map_vars(x, fn: Callable[[Var], Any]):
+    """``x`` with every Var replaced by ``fn(var)`` (structure preserved)."""
+    t = type(x)
+    if t is Var:
+        return fn(x)
+    if t is tuple:
+        return tuple(map_vars(y, fn) for y in x)
+    if t is list:
+        return [map_vars(y, fn) for y in x]
+    if t is slice:
+        return slice(map_vars(x.start, fn), map_vars(x.stop, fn), map_vars(x.step, fn))
+    if t is dict:
+        return {k: map_vars(v, fn) for k, v in x.items()}
+    return x

@@ -1,0 +1,80 @@
+"""Trace passes: dead-code elimination and common-subexpression elimination."""
+
+from __future__ import annotations
+
+from symshape.ir.node import ASSERT, SYM, Node, Var, iter_vars, map_vars
+from symshape.ir.printer import fmt
+from symshape.ir.trace import Trace
+
+
+def has_effect(n: Node) -> bool:
+    """Nodes DCE must keep: asserts, in-place ops, random ops."""
+    return n.op is ASSERT or bool(getattr(n.op, "effect", False)) or n.extra.get("effect", False)
+
+
+def dce(trace: Trace) -> Trace:
+    """Drop nodes whose outputs nobody reads (keeping effects)."""
+    live = {id(v) for v in iter_vars(trace.output)}
+    kept: list[Node] = []
+    for n in reversed(trace.nodes):
+        if has_effect(n) or any(id(v) in live for v in n.outputs):
+            kept.append(n)
+            live.update(id(v) for v in n.inputs())
+    kept.reverse()
+    return Trace(
+        trace.name, trace.inputs, kept, trace.output, trace.asserts, trace.constants, trace.doc
+    )
+
+
+def cse(trace: Trace) -> Trace:
+    """Merge nodes that call the same pure op on the same arguments."""
+    seen: dict[tuple, Node] = {}
+    rename: dict[int, Var] = {}
+    out: list[Node] = []
+
+    def sub(v: Var) -> Var:
+        return rename.get(id(v), v)
+
+    for n in trace.nodes:
+        args = map_vars(n.args, sub)
+        kwargs = tuple((k, map_vars(v, sub)) for k, v in n.kwargs)
+        if args is not n.args or kwargs != n.kwargs:
+            n = Node(n.op, args, kwargs, n.outputs, n.where, n.unpack, n.extra)
+        if has_effect(n) or getattr(n.op, "random", False):
+            out.append(n)
+            continue
+        try:
+            key = (
+                id(n.op),
+                _key(n.args),
+                _key(tuple(v for _, v in n.kwargs)),
+                tuple(k for k, _ in n.kwargs),
+                len(n.outputs),
+            )
+        except TypeError:
+            out.append(n)
+            continue
+        prev = seen.get(key)
+        if prev is None or (n.op is SYM and n.args[0] is not prev.args[0]):
+            seen[key] = n
+            out.append(n)
+            continue
+        for a, b in zip(n.outputs, prev.outputs):
+            rename[id(a)] = b
+    output = map_vars(trace.output, sub)
+    return Trace(trace.name, trace.inputs, out, output, trace.asserts, trace.constants, trace.doc)
+
+
+def _key(x):
+    t = type(x)
+    if t is Var:
+        return ("v", id(x))
+    if t is tuple or t is list:
+        return (t.__name__, *(_key(y) for y in x))
+    if t is slice:
+        return ("slice", _key(x.start), _key(x.stop), _key(x.step))
+    if t is float or t is int or t is bool or t is str or x is None:
+        return (t.__name__, x)
+    if hasattr(x, "uid"):
+        return ("e", x.uid)
+    return ("r", fmt(x))

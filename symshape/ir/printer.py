@@ -1,0 +1,147 @@
+"""Print a ``Trace`` as Python source; ``codegen.py`` executes exactly this text.
+
+The source has a header that binds each called op to a short alias once
+(``_linear = torch._C._nn.linear``), then one ``def``. Shape arithmetic prints
+as Python expressions over the size names; runtime asserts as ``if``
+statements that call ``_assert_failed`` with the values seen.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from symshape.ir.node import ASSERT, CONST, SYM, Node, Var
+from symshape.ir.trace import Trace
+from symshape.sym import expr as E
+
+RESERVED = frozenset(
+    {"torch", "max", "min", "slice", "float", "int", "bool", "len", "range", "symshape", "math"}
+)
+
+
+def fmt(x) -> str:
+    """Python source for an argument value."""
+    t = type(x)
+    if t is Var:
+        return x.name
+    if t is bool or x is None:
+        return repr(x)
+    if t is int:
+        return repr(x)
+    if t is float:
+        if math.isinf(x):
+            return "float('inf')" if x > 0 else "float('-inf')"
+        if math.isnan(x):
+            return "float('nan')"
+        return repr(x)
+    if t is str:
+        return repr(x)
+    if t is tuple:
+        inner = ", ".join(fmt(y) for y in x)
+        return f"({inner},)" if len(x) == 1 else f"({inner})"
+    if t is list:
+        return "[" + ", ".join(fmt(y) for y in x) + "]"
+    if t is slice:
+        return f"slice({fmt(x.start)}, {fmt(x.stop)}, {fmt(x.step)})"
+    if x is Ellipsis:
+        return "..."
+    if t is dict:
+        return "{" + ", ".join(f"{k!r}: {fmt(v)}" for k, v in x.items()) + "}"
+    if isinstance(x, torch.dtype):
+        return str(x)  # torch.float32
+    if isinstance(x, torch.device):
+        return f"torch.device({str(x)!r})"
+    if isinstance(x, (torch.memory_format, torch.layout)):
+        return str(x)
+    if isinstance(x, complex):
+        return repr(x)
+    raise TypeError(f"cannot print a {type(x).__name__} in a trace: {x!r}")
+
+
+def sym_names(pairs) -> dict:
+    return {s: v.name for s, v in pairs}
+
+
+def expr_source(expr, pairs) -> str:
+    names = sym_names(pairs)
+    return E.to_str(expr, lambda s: names[s])
+
+
+def node_lines(n: Node) -> list[str]:
+    """The statement(s) for one node, without indentation."""
+    note = _comment(n)
+    if n.op is SYM:
+        expr, pairs = n.args
+        return [f"{n.outputs[0].name} = {expr_source(expr, pairs)}{note}"]
+    if n.op is ASSERT:
+        cond, index, pairs = n.args
+        values = ", ".join(f"{v.name}={v.name}" for _, v in pairs)
+        return [
+            f"if not ({expr_source(cond, pairs)}):",
+            f"    _assert_failed({index}, {values}){note}",
+        ]
+    if n.op is CONST:
+        return [f"{n.outputs[0].name} = {fmt(n.args[0])}{note}"]
+    args = [fmt(a) for a in n.args] + [f"{k}={fmt(v)}" for k, v in n.kwargs]
+    call = f"{alias(n.op)}({', '.join(args)})"
+    if not n.outputs:
+        return [call + note]
+    lhs = ", ".join(v.name for v in n.outputs)
+    if n.unpack and len(n.outputs) == 1:
+        lhs += ","
+    return [f"{lhs} = {call}{note}"]
+
+
+def _comment(n: Node) -> str:
+    parts = []
+    if n.outputs and n.op is not ASSERT:
+        metas = [
+            str(v.meta) for v in n.outputs if v.meta is not None and not isinstance(v.meta, E.Expr)
+        ]
+        if metas:
+            parts.append(", ".join(metas))
+    if n.where is not None:
+        parts.append(str(n.where.short) if hasattr(n.where, "short") else str(n.where))
+    return "  # " + "  ".join(parts) if parts else ""
+
+
+def alias(op) -> str:
+    return "_" + op.name
+
+
+def python_source(trace: Trace) -> str:
+    ops: dict[str, str] = {}
+    for n in trace.nodes:
+        if n.op not in (SYM, ASSERT, CONST):
+            a = alias(n.op)
+            prev = ops.setdefault(a, n.op.source)
+            if prev != n.op.source:
+                raise ValueError(f"two ops share the alias {a}: {prev} and {n.op.source}")
+    lines = [f"# symshape {trace.name}: {len(trace.nodes)} nodes"]
+    if trace.doc:
+        lines += [f"# {d}" for d in trace.doc.splitlines()]
+    lines.append("import torch")
+    if any(src.startswith("symshape.") for src in ops.values()):
+        lines.append("import symshape")
+    lines += [f"{a} = {src}" for a, src in sorted(ops.items())]
+    for name, value in trace.constants.items():
+        lines.append(f"# {name}: constant {_describe_const(value)}")
+    lines.append("")
+    lines.append(f"def {trace.name}({', '.join(v.name for v in trace.inputs)}):")
+    body = []
+    for v in trace.inputs:
+        if v.meta is not None and not isinstance(v.meta, (E.Expr, int)):
+            body.append(f"# {v.name}: {v.meta}")
+    for n in trace.nodes:
+        body += node_lines(n)
+    body.append(f"return {fmt(trace.output)}")
+    lines += ["    " + b for b in body]
+    return "\n".join(lines) + "\n"
+
+
+def _describe_const(value) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"tensor {str(value.dtype).replace('torch.', '')}{list(value.shape)}"
+    return type(value).__name__

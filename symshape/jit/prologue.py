@@ -1,0 +1,421 @@
+"""The prologue: the generated function that accepts or rejects a call.
+
+It checks every input (type, dtype, device, rank, static sizes, contiguity,
+requires_grad, container structure, scalar values, module attributes the
+trace read), unpacks dynamic sizes once, evaluates the guards, and returns the
+computation's arguments, or the index of the first check that failed::
+
+    def prologue(args, kwargs):
+        if len(args) != 1 or kwargs: return 0
+        x = args[0]
+        if type(x) is not _Tensor: return 1
+        if x.dtype is not torch.float32 or x.device != _dev0 or x.requires_grad: return 2
+        if x.dim() != 2: return 3
+        s0, _x_1 = x.shape
+        if _x_1 != 64: return 4
+        if not (s0 >= 2): return 5
+        return (x, s0)
+
+``checks[i]`` describes check ``i`` in words, for recompile reasons.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from symshape.ir import TensorMeta, Var
+from symshape.jit.policy import DYNAMIC, STATIC, Dim
+from symshape.trace.errors import TracingError
+from symshape.trace.modules import is_simple
+
+
+@dataclass
+class Check:
+    """One prologue check: what it expects, in words, and an expression over the
+    prologue's locals that shows what was found instead."""
+
+    expect: str
+    found: str | None = None
+    kind: str = "input"  # input | guard | spec
+
+
+@dataclass
+class DeferredTensor:
+    """A module parameter/buffer: fetched and checked only if the trace used it."""
+
+    proxy: object
+    lines: list
+    label: str
+
+
+@dataclass
+class Prologue:
+    source: str
+    fn: object
+    checks: list
+    explain_fn: object
+
+    def __str__(self) -> str:
+        return self.source
+
+
+@dataclass
+class Builder:
+    ctx: object
+    policy: object
+    is_module: bool
+    lines: list = field(default_factory=list)
+    checks: list = field(default_factory=list)
+    globals: dict = field(default_factory=dict)
+    tensor_inputs: list = field(default_factory=list)  # (Var, label, is_param)
+    int_inputs: list = field(default_factory=list)  # (Symbol, label)
+    leaves: list = field(default_factory=list)  # (label, value) for the policy
+    dims: dict = field(default_factory=dict)  # Dim -> Symbol
+    specs: list = field(default_factory=list)  # (Symbol, Dim, label)
+    deferred: list = field(default_factory=list)
+    module_locals: dict = field(default_factory=dict)  # id(module) -> (local, lines, label)
+    module_of: dict = field(default_factory=dict)  # id(module) -> module
+    tensor_local: dict = field(default_factory=dict)  # id(tensor) -> local name
+    proxy_of: dict = field(default_factory=dict)  # id(tensor) -> its proxy
+
+    # -- low-level ------------------------------------------------------------------
+    def local(self, hint: str) -> str:
+        name = _identifier(hint)
+        return self.ctx.reserve(name)
+
+    def const(self, obj, prefix: str = "_k") -> str:
+        for k, v in self.globals.items():
+            if v is obj or (
+                isinstance(obj, torch.device) and isinstance(v, torch.device) and v == obj
+            ):
+                return k
+        name = f"{prefix}{len(self.globals)}"
+        self.globals[name] = obj
+        return name
+
+    def fail(
+        self, cond: str, expect: str, found: str | None = None, kind: str = "input", into=None
+    ) -> None:
+        k = len(self.checks)
+        self.checks.append(Check(expect, found, kind))
+        (self.lines if into is None else into).append(f"if {cond}: return {k}")
+
+    # -- inputs ---------------------------------------------------------------------
+    def walk(self, value, src: str, label: str, into=None, is_param: bool = False):
+        """Emit checks for ``value`` read by ``src``; return what the traced
+        function receives in its place."""
+        out = self.lines if into is None else into
+        t = type(value)
+        if isinstance(value, torch.Tensor):
+            return self._tensor(value, src, label, out, is_param)
+        if t is bool or value is None:
+            self.fail(f"{src} is not {value!r}", f"{label} is {value!r}", src, into=out)
+            return value
+        if t is int:
+            return self._int(value, src, label, out)
+        if t is float:
+            cond = f"type({src}) is not float or " + (
+                f"{src} == {src}" if value != value else f"{src} != {value!r}"
+            )
+            self.fail(cond, f"{label} == {value!r}", src, into=out)
+            return value
+        if t is str:
+            self.fail(
+                f"type({src}) is not str or {src} != {value!r}",
+                f"{label} == {value!r}",
+                src,
+                into=out,
+            )
+            return value
+        if t in (tuple, list) or (isinstance(value, tuple) and hasattr(value, "_fields")):
+            loc = self.local(f"_{label}")
+            out.append(f"{loc} = {src}")
+            tn = self.const(t, "_T")
+            self.fail(
+                f"type({loc}) is not {tn} or len({loc}) != {len(value)}",
+                f"{label} is a {t.__name__} of length {len(value)}",
+                f"(type({loc}).__name__, len({loc}) if hasattr({loc}, '__len__') else None)",
+                into=out,
+            )
+            items = [self.walk(v, f"{loc}[{i}]", f"{label}[{i}]", out) for i, v in enumerate(value)]
+            return t(*items) if hasattr(value, "_fields") else t(items)
+        if t is dict:
+            loc = self.local(f"_{label}")
+            out.append(f"{loc} = {src}")
+            keys = tuple(value)
+            if not all(isinstance(k, (str, int)) for k in keys):
+                raise TracingError(
+                    f"{label}: dict keys must be str or int to be traced, found {keys!r}"
+                )
+            self.fail(
+                f"type({loc}) is not dict or tuple({loc}) != {keys!r}",
+                f"{label} is a dict with keys {list(keys)}",
+                f"tuple({loc}) if isinstance({loc}, dict) else type({loc}).__name__",
+                into=out,
+            )
+            return {
+                k: self.walk(v, f"{loc}[{k!r}]", f"{label}[{k!r}]", out) for k, v in value.items()
+            }
+        if isinstance(value, (torch.dtype, torch.device, torch.memory_format, torch.layout)):
+            self.fail(f"{src} != {self.const(value)}", f"{label} == {value}", src, into=out)
+            return value
+        if isinstance(value, nn.Module):
+            return self.module(value, src, label, out)
+        # Anything else is a constant of the trace, recognized by identity.
+        self.fail(
+            f"{src} is not {self.const(value, '_obj')}",
+            f"{label} is the same object as when traced",
+            f"type({src}).__name__",
+            into=out,
+        )
+        return value
+
+    def _int(self, value: int, src: str, label: str, out) -> object:
+        self.leaves.append((label, value))
+        if self.policy.int_dynamic(label):
+            s = self.ctx.env.symbol(self.ctx.fresh("s"), value, min=None, max=None, source=label)
+            self.fail(
+                f"type({src}) is not int", f"{label} is an int", f"type({src}).__name__", into=out
+            )
+            out.append(f"{s.name} = {src}")
+            var = Var(s.name, s)
+            self.ctx.sym_vars[s] = var
+            self.int_inputs.append((s, label))
+            return self.ctx.symint(s)
+        self.fail(
+            f"type({src}) is not int or {src} != {value}", f"{label} == {value}", src, into=out
+        )
+        return value
+
+    def _tensor(self, t: torch.Tensor, src: str, label: str, out, is_param: bool):
+        if isinstance(t, torch.SymInt) or type(t).__name__ == "TensorProxy":
+            raise TracingError(f"{label}: a traced value was passed into a jit function call")
+        if t.is_sparse or t.layout is not torch.strided:
+            raise TracingError(
+                f"{label}: only strided (dense) tensors can be traced, found {t.layout}"
+            )
+        if id(t) in self.tensor_local:  # the same tensor passed twice: keep the aliasing
+            other = self.tensor_local[id(t)]
+            self.fail(
+                f"{src} is not {other}", f"{label} is the same tensor as {other}", None, into=out
+            )
+            return self.proxy_of[id(t)]
+        if not is_param:
+            self.leaves.append((label, t))
+        name = self.local(label)
+        lines = [f"{name} = {src}"]
+        T = type(t)
+        if T not in (torch.Tensor, nn.Parameter, nn.Buffer) and not issubclass(T, nn.Parameter):
+            raise TracingError(
+                f"{label}: tensor subclass {T.__name__} is not supported; pass a plain torch.Tensor"
+            )
+        self.fail(
+            f"type({name}) is not {self.const(T, '_T')}",
+            f"{label} is a {T.__name__}",
+            f"type({name}).__name__",
+            into=lines,
+        )
+        dev = self.const(t.device, "_dev")
+        dt = f"torch.{str(t.dtype).split('.')[-1]}"
+        self.fail(
+            f"{name}.dtype is not {dt} or {name}.device != {dev} or {name}.requires_grad is not {t.requires_grad}",
+            f"{label} has dtype {t.dtype}, device {t.device}, requires_grad={t.requires_grad}",
+            f"({name}.dtype, {name}.device, {name}.requires_grad)",
+            into=lines,
+        )
+        contiguous = t.is_contiguous()
+        self.fail(
+            f"{'not ' if contiguous else ''}{name}.is_contiguous()",
+            f"{label} is {'' if contiguous else 'not '}contiguous",
+            f"{name}.is_contiguous()",
+            into=lines,
+        )
+        self.fail(
+            f"{name}.dim() != {t.dim()}",
+            f"{label} has {t.dim()} dimensions",
+            f"{name}.dim()",
+            into=lines,
+        )
+        shape = []
+        names = []
+        static_checks = []
+        later = []
+        for d, size in enumerate(t.shape):
+            spec = self.policy.spec(label, t, d, is_param) if contiguous else STATIC
+            if spec == STATIC:
+                tmp = f"_{name}_{d}"
+                names.append(tmp)
+                static_checks.append((tmp, size, d))
+                shape.append(size)
+                continue
+            sym = self.dims.get(spec) if isinstance(spec, Dim) else None
+            if sym is not None:  # a Dim seen before: this size must equal it
+                tmp = f"_{name}_{d}"
+                names.append(tmp)
+                later.append((tmp, sym, d))
+                shape.append(sym)
+                continue
+            lo, hi = (spec.min, spec.max) if isinstance(spec, Dim) else (0, None)
+            if isinstance(spec, Dim) and not (
+                (lo or 0) <= size <= (hi if hi is not None else size)
+            ):
+                raise ValueError(
+                    f"{label}.size({d}) is {size}, outside the range of {spec!r} given for it"
+                )
+            sname = (
+                self.ctx.fresh("s") if not isinstance(spec, Dim) else self.ctx.reserve(spec.name)
+            )
+            sym = self.ctx.env.symbol(
+                sname, size, min=lo if lo is not None else 0, max=hi, source=f"{label}.size({d})"
+            )
+            self.ctx.sym_vars[sym] = Var(sym.name, sym)
+            if isinstance(spec, Dim):
+                self.dims[spec] = sym
+                if spec.min is not None or spec.max is not None:
+                    self.specs.append((sym, spec, f"{label}.size({d})"))
+            names.append(sym.name)
+            shape.append(sym)
+        if names:
+            lines.append(f"{', '.join(names)}{',' if len(names) == 1 else ''} = {name}.shape")
+        if static_checks:
+            self.fail(
+                " or ".join(f"{tmp} != {size}" for tmp, size, _ in static_checks),
+                f"{label} has static sizes "
+                + ", ".join(f"size({d}) == {size}" for _, size, d in static_checks),
+                f"tuple({name}.shape)",
+                into=lines,
+            )
+        for tmp, sym, d in later:
+            self.fail(
+                f"{tmp} != {sym.name}",
+                f"{label}.size({d}) == {self.ctx.env.info(sym).label}",
+                f"tuple({name}.shape)",
+                into=lines,
+            )
+        strides = None if contiguous else tuple(t.stride())
+        meta = TensorMeta(tuple(shape), t.dtype, t.device, t.requires_grad, strides)
+        var = Var(name, meta)
+        proxy = self.ctx.proxy(var, meta)
+        proxy._ss_leaf = True
+        self.tensor_local[id(t)] = name
+        self.proxy_of[id(t)] = proxy
+        self.tensor_inputs.append((var, label, is_param))
+        if is_param:
+            self.deferred.append(DeferredTensor(proxy, lines, label))
+        else:
+            out.extend(lines)
+        return proxy
+
+    # -- modules --------------------------------------------------------------------
+    def module(self, mod: nn.Module, src: str, label: str, out=None):
+        """Walk a module: parameters and buffers become (deferred) inputs."""
+        loc = self.ctx.reserve(f"_m{len(self.module_locals)}")
+        mlines = [f"{loc} = {src}"]
+        self.fail(
+            f"type({loc}) is not {self.const(type(mod), '_T')}",
+            f"{label or 'the module'} is a {type(mod).__name__}",
+            f"type({loc}).__name__",
+            into=mlines,
+        )
+        self.module_locals[id(mod)] = (loc, mlines, label, out)
+        self.module_of[id(mod)] = mod
+        for name, p in mod._parameters.items():
+            if p is not None:
+                self.walk(
+                    p, f"{loc}._parameters[{name!r}]", _join(label, name), into=[], is_param=True
+                )
+                self.deferred[-1].module = mod
+        for name, b in mod._buffers.items():
+            if b is not None:
+                self.walk(
+                    b, f"{loc}._buffers[{name!r}]", _join(label, name), into=[], is_param=True
+                )
+                self.deferred[-1].module = mod
+        for name, sub in mod._modules.items():
+            if sub is not None:
+                self.module(sub, f"{loc}._modules[{name!r}]", _join(label, name), out)
+        return mod
+
+    def emit_modules(self, used: set, attr_reads: list) -> None:
+        """Emit fetch lines for the modules that lead to used tensors or read
+        attributes, then the used tensors' checks, then the attribute checks."""
+        needed: set[int] = set()
+        parents = self._parents()
+
+        def need(mid: int) -> None:
+            while mid is not None and mid not in needed:
+                needed.add(mid)
+                mid = parents.get(mid)
+
+        for d in self.deferred:
+            if id(d.proxy._ss_var) in used:
+                need(id(d.module))
+        for m, _, _ in attr_reads:
+            if id(m) in self.module_locals:
+                need(id(m))
+        order = list(self.module_locals)  # creation order: parents first
+        for mid in order:
+            if mid in needed:
+                self.lines.extend(self.module_locals[mid][1])
+        for d in self.deferred:
+            if id(d.proxy._ss_var) in used:
+                self.lines.extend(d.lines)
+        seen = set()
+        for m, attr, value in attr_reads:
+            entry = self.module_locals.get(id(m))
+            if entry is None or (id(m), attr) in seen:
+                continue
+            seen.add((id(m), attr))
+            loc, _, label = entry[0], entry[1], entry[2]
+            where = f"{label}.{attr}" if label else f"self.{attr}"
+            if isinstance(value, torch.Tensor):
+                self.fail(
+                    f"{loc}.{attr} is not {self.const(value, '_c')}",
+                    f"{where} is the same tensor as when traced",
+                    None,
+                )
+            elif value is None or type(value) is bool:
+                self.fail(
+                    f"{loc}.{attr} is not {value!r}", f"{where} is {value!r}", f"{loc}.{attr}"
+                )
+            elif is_simple(value):
+                self.fail(
+                    f"{loc}.{attr} != {self.const(value, '_v')}",
+                    f"{where} == {value!r}",
+                    f"{loc}.{attr}",
+                )
+
+    def _parents(self) -> dict:
+        parents: dict[int, int | None] = {}
+        for mid, mod in self.module_of.items():
+            parents.setdefault(mid, None)
+            for sub in mod._modules.values():
+                if sub is not None and id(sub) in self.module_of:
+                    parents.setdefault(id(sub), mid)
+        return parents
+
+
+def _join(a: str, b: str) -> str:
+    return f"{a}.{b}" if a else b
+
+
+def _identifier(label: str) -> str:
+    out = []
+    for ch in label:
+        out.append(ch if ch.isalnum() or ch == "_" else "_")
+    s = "".join(out).strip("_") or "v"
+    while "__" in s:
+        s = s.replace("__", "_")
+    if s[0].isdigit():
+        s = "v" + s
+    from symshape.ir.printer import RESERVED
+
+    if s in RESERVED or s.startswith("_") or s in {"args", "kwargs", "m"}:
+        s = s + "_"
+    return s
+
+
+__all__ = ["DYNAMIC", "Builder", "Check", "Prologue"]

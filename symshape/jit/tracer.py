@@ -1,0 +1,226 @@
+"""Trace one call: build proxies from the inputs, run the user's function under
+the tracing mode, and assemble the prologue and the computation."""
+
+from __future__ import annotations
+
+import inspect
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.utils._pytree as pytree
+from torch import nn
+
+from symshape.ir import Trace, compile_source, compile_trace, cse, dce, iter_vars
+from symshape.ir.printer import fmt
+from symshape.jit.prologue import Builder, Prologue
+from symshape.ops import lookup
+from symshape.sym import expr as E
+from symshape.trace.context import TraceContext
+from symshape.trace.errors import TracingError
+from symshape.trace.mode import TracingMode
+from symshape.trace.modules import watch
+from symshape.trace.proxy import TensorProxy
+
+
+@dataclass
+class Traced:
+    prologue: Prologue
+    computation: Trace
+    run: object  # the compiled computation
+    out_spec: object  # None, or a pytree spec to rebuild the output
+    guards: list  # Guard objects
+    env: object
+    labels: dict  # Symbol -> what it stands for
+    seconds: float
+
+
+def labels_of(fn, args) -> list[str]:
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for i in range(len(args)):
+        p = params[i] if i < len(params) else None
+        if p is not None and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+        elif p is not None and p.kind is p.VAR_POSITIONAL:
+            names.append(f"{p.name}[{i - params.index(p)}]")
+            params.insert(i + 1, p)
+        else:
+            names.append(f"arg{i}")
+    return names
+
+
+def trace_call(
+    fn, module: nn.Module | None, args: tuple, kwargs: dict, policy, name: str
+) -> Traced:
+    t0 = time.perf_counter()
+    ctx = TraceContext()
+    b = Builder(ctx, policy, module is not None)
+    target = module.forward if module is not None else fn
+    kw = f"tuple(kwargs) != {tuple(kwargs)!r}" if kwargs else "kwargs"
+    b.fail(
+        f"len(args) != {len(args)} or {kw}",
+        f"the call passes {len(args)} positional arguments and keywords {list(kwargs)}",
+        "(len(args), list(kwargs))",
+    )
+    labels = labels_of(target, args)
+    pargs = [b.walk(a, f"args[{i}]", labels[i]) for i, a in enumerate(args)]
+    pkw = {k: b.walk(v, f"kwargs[{k!r}]", k) for k, v in kwargs.items()}
+    if module is not None:
+        b.module(module, "m", "")
+    grad = torch.is_grad_enabled()
+    b.fail(
+        f"torch.is_grad_enabled() is not {grad}",
+        f"grad mode is {'on' if grad else 'off'}",
+        "torch.is_grad_enabled()",
+    )
+    ddt = torch.get_default_dtype()
+    b.fail(
+        f"torch.get_default_dtype() is not {fmt(ddt)}",
+        f"the default dtype is {ddt}",
+        "torch.get_default_dtype()",
+    )
+
+    reads: list = []
+
+    def record(mod, attr, value):
+        if isinstance(value, torch.Tensor) or _simple(value):
+            reads.append((mod, attr, value))
+
+    roots = (
+        [module]
+        if module is not None
+        else [a for a in (*args, *kwargs.values()) if isinstance(a, nn.Module)]
+    )
+    with ctx, TracingMode(ctx, lookup), watch(roots, record):
+        result = (module if module is not None else fn)(*pargs, **pkw)
+        output, spec = _output(ctx, result)
+        ctx.flush_asserts()
+
+    trace = Trace("computation", [], list(ctx.nodes), output, ctx.asserts, dict(ctx.constants))
+    trace = dce(cse(trace))
+    used = {id(v) for n in trace.nodes for v in n.inputs()} | {
+        id(v) for v in iter_vars(trace.output)
+    }
+    tensors = [v for v, _, _ in b.tensor_inputs if id(v) in used]
+    trace.inputs = tensors + [v for v in ctx.sym_vars.values() if id(v) in used]
+    trace.doc = f"traced from {getattr(target, '__qualname__', name)}"
+    trace.lint()
+
+    # -- the prologue: module fetches, constants, guards, declared ranges -------------
+    b.emit_modules(used | ctx.touched, reads)
+    for cname, value in ctx.constants.items():
+        b.globals[cname] = value
+        b.fail(
+            f"{cname}.dtype is not {fmt(value.dtype)} or {cname}.shape != {tuple(value.shape)!r}",
+            f"the captured tensor {cname} keeps dtype {value.dtype} and shape {tuple(value.shape)}",
+            f"({cname}.dtype, tuple({cname}.shape))",
+        )
+    env = ctx.env
+    guards = env.guards
+    for g in guards:
+        src = E.to_str(g.cond)
+        b.fail(f"not ({src})", g.text(env._label), _values_src(g.cond), kind="guard")
+    for sym, spec, label in b.specs:
+        lo = spec.min if spec.min is not None else 0
+        cond = f"{sym.name} < {lo}" + (
+            f" or {sym.name} > {spec.max}" if spec.max is not None else ""
+        )
+        b.fail(cond, f"{label} is in {spec!r}", sym.name, kind="spec")
+    ret = ", ".join(v.name for v in trace.inputs)
+    params = "m, args, kwargs" if module is not None else "args, kwargs"
+    body = ["    " + line for line in b.lines] + [
+        f"    return ({ret}{',' if len(trace.inputs) == 1 else ''})"
+    ]
+    src = (
+        "\n".join(
+            [
+                f"# symshape prologue of {name}",
+                "import torch",
+                "",
+                f"def prologue({params}):",
+                *body,
+            ]
+        )
+        + "\n"
+    )
+    pro = compile_source(src, "prologue", b.globals, f"prologue {name}")
+    explain_src = src.replace("def prologue(", "def explain(")
+    explain_src = _returns_locals(explain_src)
+    explain = compile_source(explain_src, "explain", b.globals, f"explain {name}")
+    prologue = Prologue(src, pro, b.checks, explain)
+    run = compile_trace(trace)
+    labels_map = {i.symbol: i.label for i in env.symbols}
+    return Traced(prologue, trace, run, spec, guards, env, labels_map, time.perf_counter() - t0)
+
+
+def _simple(v) -> bool:
+    from symshape.trace.modules import is_simple
+
+    return is_simple(v)
+
+
+def _values_src(cond) -> str:
+    syms = sorted(cond.free_symbols, key=str)
+    return (
+        "("
+        + ", ".join(f"{s.name!r}, {s.name}" for s in syms)
+        + ("," if len(syms) == 1 else "")
+        + ")"
+        if syms
+        else "None"
+    )
+
+
+def _returns_locals(src: str) -> str:
+    lines = []
+    for line in src.splitlines():
+        if ": return " in line and line.lstrip().startswith("if "):
+            head, k = line.rsplit(": return ", 1)
+            line = f"{head}: return ({k}, dict(locals()))"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+_SIMPLE_CONTAINERS = (tuple, list, dict)
+
+
+def _output(ctx: TraceContext, result):
+    """The traced function's result as an IR output, plus a pytree spec when the
+    structure is not plain tuples/lists/dicts."""
+    if _plain(result):
+        return _convert(ctx, result), None
+    leaves, spec = pytree.tree_flatten(result)
+    return tuple(_convert(ctx, x) for x in leaves), spec
+
+
+def _plain(x) -> bool:
+    t = type(x)
+    if t in (tuple, list):
+        return all(_plain(y) for y in x)
+    if t is dict:
+        return all(type(k) in (str, int) and _plain(v) for k, v in x.items())
+    return not isinstance(x, (tuple, list, dict)) and not hasattr(x, "__dataclass_fields__")
+
+
+def _convert(ctx: TraceContext, x):
+    if isinstance(x, TensorProxy):
+        ctx._own(x)
+        return x._ss_var
+    t = type(x)
+    if t in (tuple, list):
+        return t(_convert(ctx, y) for y in x)
+    if t is dict:
+        return {k: _convert(ctx, v) for k, v in x.items()}
+    if isinstance(x, (torch.SymInt, torch.SymBool, torch.SymFloat)):
+        return ctx.arg(x)
+    if isinstance(x, torch.Tensor):
+        return ctx.arg(x)
+    if x is None or t in (int, float, bool, str) or isinstance(x, (torch.dtype, torch.device)):
+        return x
+    raise TracingError(
+        f"the traced function returned a {t.__name__}, which symshape cannot return from a trace"
+    )

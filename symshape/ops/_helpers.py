@@ -1,0 +1,192 @@
+"""Shape-rule building blocks shared by the op families.
+
+Everything here reasons with symbolic ints through the trace context: a
+question the engine cannot answer becomes a guard (backed sizes) or a runtime
+assert (data-dependent sizes), never a guess.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from symshape.ir import TensorMeta
+from symshape.sym import expr as E
+from symshape.sym import logic as L
+from symshape.trace.proxy import TensorProxy
+
+
+def is_tensor(x) -> bool:
+    return isinstance(x, torch.Tensor)
+
+
+def norm_dim(d, ndim: int, what: str = "dimension") -> int:
+    """Wrap a negative dim; IndexError like eager when out of range."""
+    if isinstance(d, torch.SymInt):
+        d = int(d)
+    d = int(d)
+    n = max(ndim, 1)
+    if not -n <= d < n:
+        raise IndexError(
+            f"{what} out of range (expected to be in range of [{-n}, {n - 1}], but got {d})"
+        )
+    return d % n
+
+
+def norm_dims(dims, ndim: int) -> tuple[int, ...]:
+    if dims is None:
+        return tuple(range(ndim))
+    if isinstance(dims, (int, torch.SymInt)):
+        dims = (dims,)
+    out = tuple(norm_dim(d, ndim) for d in dims)
+    if len(set(out)) != len(out):
+        raise RuntimeError(f"dim {out} appears multiple times in the list of dims")
+    return out
+
+
+def same(ctx, a, b) -> bool:
+    """Are two sizes equal? Decided by the engine, guarded if it must be."""
+    if a is b:
+        return True
+    return ctx.guard(L.eq(a, b))
+
+
+def broadcast_size(ctx, a, b, where: str = ""):
+    """The broadcast of two sizes, as eager PyTorch computes it."""
+    if a is b:
+        return a
+    if type(a) is int and type(b) is int:
+        if a == b or b == 1:
+            return a
+        if a == 1:
+            return b
+        raise RuntimeError(
+            f"The size of tensor a ({a}) must match the size of tensor b ({b}) at "
+            f"non-singleton dimension {where}"
+        )
+    known = ctx.known
+    if known(L.eq(a, 1)) is True:
+        return b
+    if known(L.eq(b, 1)) is True:
+        return a
+    if known(L.eq(a, b)) is True:
+        return a
+    # Undecided. With hints, guard the case this input is in -- equal sizes first,
+    # because a == b gives the same result whether or not it is 1 (no 0/1
+    # specialization). Data-dependent sizes are never assumed to be 1: the trace
+    # asserts they match instead.
+    if ctx.has_hint(a) and ctx.has_hint(b):
+        ha, hb = ctx.env.hint(a), ctx.env.hint(b)
+        if ha == hb:
+            ctx.guard(L.eq(a, b))
+            return a
+        if ha == 1:
+            ctx.guard(L.eq(a, 1))
+            return b
+        if hb == 1:
+            ctx.guard(L.eq(b, 1))
+            return a
+        raise RuntimeError(
+            f"The size of tensor a ({ha}) must match the size of tensor b ({hb}) at "
+            f"non-singleton dimension {where}"
+        )
+    if ctx.has_hint(a) and ctx.env.hint(a) == 1:
+        ctx.guard(L.eq(a, 1))
+        return b
+    if ctx.has_hint(b) and ctx.env.hint(b) == 1:
+        ctx.guard(L.eq(b, 1))
+        return a
+    ctx.check(L.eq(a, b), "broadcast sizes must match (neither is known to be 1)")
+    return a
+
+
+def broadcast_shapes(ctx, *shapes) -> tuple:
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(-ndim, 0):
+        size = 1
+        for s in shapes:
+            if len(s) >= -i:
+                size = broadcast_size(ctx, size, s[i], str(ndim + i))
+        out.append(size)
+    return tuple(out)
+
+
+def _standin(x):
+    """Something torch.result_type treats like ``x`` (same dtype and dim category)."""
+    if isinstance(x, TensorProxy):
+        m = x._ss_meta
+        return torch.empty((1,) * min(m.ndim, 1), dtype=m.dtype, device="meta")
+    if isinstance(x, torch.Tensor):
+        return torch.empty((1,) * min(x.dim(), 1), dtype=x.dtype, device="meta")
+    if isinstance(x, torch.SymBool):
+        return True
+    if isinstance(x, torch.SymInt):
+        return 1
+    if isinstance(x, torch.SymFloat):
+        return 1.0
+    return x
+
+
+def result_type(*operands, kind: str = "DEFAULT") -> torch.dtype:
+    """Eager's type promotion for tensors and Python/symbolic scalars.
+
+    ``kind`` is a torch._prims_common.ELEMENTWISE_TYPE_PROMOTION_KIND name
+    (DEFAULT, INT_TO_FLOAT, ALWAYS_BOOL, COMPLEX_TO_FLOAT, BOOL_TO_LONG, ...)."""
+    from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
+
+    ops = [_standin(x) for x in operands if x is not None]
+    _, out = elementwise_dtypes(
+        *ops, type_promotion_kind=getattr(ELEMENTWISE_TYPE_PROMOTION_KIND, kind)
+    )
+    return out
+
+
+def device_of(ctx, *tensors) -> torch.device:
+    devs = [ctx.meta(t).device for t in tensors if is_tensor(t)]
+    for d in devs:
+        if d.type != "cpu":
+            return d
+    return devs[0] if devs else torch.device("cpu")
+
+
+def numel(shape):
+    n = 1
+    for d in shape:
+        n = E.mul(n, d)
+    return n
+
+
+def reduced_shape(shape, dims, keepdim: bool) -> tuple:
+    if keepdim:
+        return tuple(1 if i in dims else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in dims)
+
+
+def sym_tuple(ctx, sizes) -> tuple:
+    """A size argument (tuple/list/torch.Size/varargs of int-likes) as engine ints."""
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list, torch.Size)):
+        sizes = sizes[0]
+    return tuple(ctx.sym(s) for s in sizes)
+
+
+def check_nonnegative(ctx, sizes, what: str = "size") -> None:
+    for s in sizes:
+        if type(s) is int:
+            if s < 0:
+                raise RuntimeError(
+                    f"Trying to create tensor with negative dimension {s}: {list(sizes)}"
+                )
+        elif not ctx.guard_or(L.ge(s, 0), True):
+            raise RuntimeError(f"Trying to create tensor with negative {what} {s}")
+
+
+def floating(dtype: torch.dtype) -> bool:
+    return dtype.is_floating_point or dtype.is_complex
+
+
+def default_float() -> torch.dtype:
+    return torch.get_default_dtype()
+
+
+def meta(ctx, shape, dtype, device, strides=None) -> TensorMeta:
+    return TensorMeta(tuple(shape), dtype, torch.device(device), False, strides)

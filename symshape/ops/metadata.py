@@ -1,0 +1,141 @@
+"""Reading a traced tensor's metadata: ``x.shape``, ``x.size(1)``, ``x.dtype``...
+
+These record nothing in the trace: they hand user code symbolic ints
+(``torch.SymInt``) or static values. A static value (dtype, device, rank) is
+checked by the prologue for every input, so reading it needs no guard.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from symshape.ops._helpers import norm_dim, numel
+from symshape.ops.registry import OpDef, attribute, define, tensor_method
+from symshape.sym import DataDependentError
+from symshape.sym.source import user_location
+
+
+def _getter(name: str, fn, *targets):
+    """Register a rule that returns a value without emitting anything."""
+    op = OpDef(
+        f"get_{name}", f"torch.Tensor.{name}", None, lambda ctx, op, *a, **k: fn(ctx, *a, **k)
+    )
+    return define(op, targets)
+
+
+def _shape(ctx, t):
+    return torch.Size([ctx.symint(d) for d in ctx.meta(t).shape])
+
+
+def _size(ctx, t, dim=None):
+    m = ctx.meta(t)
+    if dim is None:
+        return _shape(ctx, t)
+    return ctx.symint(m.shape[norm_dim(dim, m.ndim)])
+
+
+def _stride(ctx, t, dim=None):
+    m = ctx.meta(t)
+    ctx.observed_layout = True
+    from symshape.trace.proxy import contiguous_strides
+
+    strides = m.strides if m.strides is not None else contiguous_strides(m.shape)
+    if dim is None:
+        return tuple(ctx.symint(s) for s in strides)
+    return ctx.symint(strides[norm_dim(dim, m.ndim)])
+
+
+def _is_contiguous(ctx, t, memory_format=torch.contiguous_format):
+    m = ctx.meta(t)
+    ctx.observed_layout = True
+    if m.strides is None:
+        return memory_format in (torch.contiguous_format, torch.preserve_format) or m.ndim < 3
+    if memory_format is not torch.contiguous_format:
+        return False
+    return ctx.layout_is_contiguous(list(m.shape), list(m.strides))
+
+
+def _numel(ctx, t):
+    return ctx.symint(numel(ctx.meta(t).shape))
+
+
+def _data_read(what: str):
+    def rule(ctx, t, *args, **kwargs):
+        where = user_location()
+        raise DataDependentError(
+            f"`{what}` reads the data of a tensor while tracing, and that data is only known "
+            "when the trace runs.\n"
+            + (f"  at {where.describe()}\n" if where else "")
+            + "Fix: keep the computation in tensors (e.g. torch.where instead of `if`), or "
+            "compute this value outside the jit-compiled function.",
+            location=where,
+        )
+
+    return rule
+
+
+def _repr(ctx, t, *args, **kwargs):
+    return f"TensorProxy({t._ss_var.name}: {ctx.meta(t)})"
+
+
+S = torch._C.TensorBase
+_getter("shape", _shape, attribute("shape"))
+_getter("size", _size, S.size, tensor_method("size"))
+_getter(
+    "dim", lambda ctx, t: ctx.meta(t).ndim, S.dim, tensor_method("ndimension"), attribute("ndim")
+)
+_getter("numel", _numel, S.numel, tensor_method("nelement"), torch.numel)
+_getter("stride", _stride, S.stride)
+_getter("is_contiguous", _is_contiguous, S.is_contiguous)
+_getter("dtype", lambda ctx, t: ctx.meta(t).dtype, attribute("dtype"))
+_getter("device", lambda ctx, t: ctx.meta(t).device, attribute("device"), S.get_device)
+_getter("layout", lambda ctx, t: torch.strided, attribute("layout"))
+_getter("requires_grad", lambda ctx, t: ctx.meta(t).requires_grad, attribute("requires_grad"))
+_getter("is_leaf", lambda ctx, t: ctx.is_leaf(t), attribute("is_leaf"))
+_getter("grad_fn", lambda ctx, t: None, attribute("grad_fn"))
+_getter("grad", lambda ctx, t: None, attribute("grad"))
+_getter("is_cuda", lambda ctx, t: ctx.meta(t).device.type == "cuda", attribute("is_cuda"))
+_getter("is_cpu", lambda ctx, t: ctx.meta(t).device.type == "cpu", attribute("is_cpu"))
+_getter("is_mps", lambda ctx, t: ctx.meta(t).device.type == "mps", attribute("is_mps"))
+for _flag in ("is_meta", "is_sparse", "is_quantized", "is_mkldnn", "is_nested", "is_sparse_csr"):
+    _getter(_flag, lambda ctx, t: False, attribute(_flag))
+_getter("names", lambda ctx, t: (None,) * ctx.meta(t).ndim, attribute("names"))
+_getter("itemsize", lambda ctx, t: ctx.meta(t).dtype.itemsize, attribute("itemsize"))
+_getter("element_size", lambda ctx, t: ctx.meta(t).dtype.itemsize, S.element_size)
+_getter(
+    "nbytes",
+    lambda ctx, t: ctx.symint(numel(ctx.meta(t).shape) * ctx.meta(t).dtype.itemsize),
+    attribute("nbytes"),
+)
+_getter(
+    "is_floating_point",
+    lambda ctx, t: ctx.meta(t).dtype.is_floating_point,
+    S.is_floating_point,
+    torch.is_floating_point,
+)
+_getter("is_complex", lambda ctx, t: ctx.meta(t).dtype.is_complex, S.is_complex, torch.is_complex)
+_getter("is_signed", lambda ctx, t: ctx.meta(t).dtype.is_signed, S.is_signed)
+_getter(
+    "len",
+    lambda ctx, t: _size(ctx, t, 0) if ctx.meta(t).ndim else _len_error(),
+    tensor_method("__len__"),
+)
+_getter("hash", lambda ctx, t: id(t), tensor_method("__hash__"))
+_getter("repr", _repr, tensor_method("__repr__"), tensor_method("__str__"))
+_getter("format", lambda ctx, t, spec="": _repr(ctx, t), tensor_method("__format__"))
+_getter("dim_order", lambda ctx, t, **k: tuple(range(ctx.meta(t).ndim)), tensor_method("dim_order"))
+for _name in (
+    "item",
+    "tolist",
+    "__bool__",
+    "__int__",
+    "__float__",
+    "__index__",
+    "__complex__",
+    "numpy",
+):
+    _getter(_name.strip("_"), _data_read(f"Tensor.{_name}()"), tensor_method(_name))
+
+
+def _len_error():
+    raise TypeError("len() of a 0-d tensor")

@@ -1,0 +1,439 @@
+"""``TraceContext``: the state of one trace being recorded.
+
+Op rules (``symshape/ops``) talk to it: they read symbolic shapes of proxies,
+ask the ShapeEnv to decide things, and ``emit`` nodes. It turns whatever user
+code passes (proxies, SymInts, real tensors, Python values) into IR arguments,
+materializing shape arithmetic as SSA names exactly once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+import torch
+
+from symshape.ir import ASSERT, CONST, SYM, Node, OpRef, TensorMeta, Var
+from symshape.sym import DataDependentError, ShapeEnv
+from symshape.sym import expr as E
+from symshape.sym import logic as L
+from symshape.sym.source import user_location
+from symshape.trace import symfloat as F
+from symshape.trace.errors import TracingError
+from symshape.trace.proxy import TensorProxy, contiguous_strides
+from symshape.trace.symnode import SymNode, to_symbool, to_symfloat, to_symint
+
+_tls = threading.local()
+
+TRUEDIV = OpRef("truediv", __import__("operator").truediv, "operator.truediv")
+
+
+def current() -> TraceContext | None:
+    """The context being traced on this thread, if any."""
+    return getattr(_tls, "ctx", None)
+
+
+class TraceContext:
+    def __init__(self, env: ShapeEnv | None = None):
+        self.env = env or ShapeEnv()
+        self.nodes: list[Node] = []
+        self.sym_vars: dict[E.Symbol, Var] = {}
+        self.constants: dict[str, object] = {}
+        self.asserts: list = []
+        self._mat: dict[int, Var] = {}
+        self._const_ids: dict[int, TensorProxy] = {}
+        self._counters: dict[str, itertools.count] = {}
+        self._names: set[str] = set()
+        self._emitted_asserts = 0
+        self.touched: set[int] = set()  # ids of Vars whose tensor metadata was read
+        self.observed_layout = False
+
+    # -- activation -----------------------------------------------------------------
+    def __enter__(self):
+        self._prev = current()
+        _tls.ctx = self
+        return self
+
+    def __exit__(self, *exc):
+        _tls.ctx = self._prev
+
+    # -- names ------------------------------------------------------------------------
+    def fresh(self, prefix: str) -> str:
+        c = self._counters.setdefault(prefix, itertools.count())
+        while True:
+            name = f"{prefix}{next(c)}"
+            if name not in self._names:
+                self._names.add(name)
+                return name
+
+    def reserve(self, name: str) -> str:
+        """Claim ``name`` (or a numbered variant) for an input."""
+        base, n = name, 0
+        while name in self._names:
+            n += 1
+            name = f"{base}_{n}"
+        self._names.add(name)
+        return name
+
+    def new_var(self, prefix: str, meta=None) -> Var:
+        return Var(self.fresh(prefix), meta)
+
+    # -- proxies ------------------------------------------------------------------
+    def proxy(self, var: Var, meta: TensorMeta) -> TensorProxy:
+        var.meta = meta
+        return TensorProxy(self, var, meta)
+
+    def meta(self, t) -> TensorMeta:
+        if isinstance(t, TensorProxy):
+            self._own(t)
+            self.touched.add(id(t._ss_var))
+            return t._ss_meta
+        if isinstance(t, torch.Tensor):
+            return self.lift(t)._ss_meta
+        raise TypeError(f"expected a tensor, found {type(t).__name__}")
+
+    def _own(self, t: TensorProxy) -> None:
+        if t._ss_ctx is not self:
+            raise TracingError(
+                "a tensor from another trace (or one that escaped an earlier trace) was used "
+                "here; traced functions must not keep proxies across calls"
+            )
+
+    def lift(self, t: torch.Tensor) -> TensorProxy:
+        """A real tensor the traced code closed over becomes a constant of the trace
+        (read at every call, never copied)."""
+        p = self._const_ids.get(id(t))
+        if p is None:
+            name = self.fresh("c")
+            self.constants[name] = t
+            meta = TensorMeta(tuple(t.shape), t.dtype, t.device, t.requires_grad)
+            p = self.proxy(Var(name), meta)
+            self._const_ids[id(t)] = p
+        return p
+
+    def out_meta(self, shape, dtype, device, strides=None) -> TensorMeta:
+        return TensorMeta(tuple(shape), dtype, device, False, strides)
+
+    def is_leaf(self, t) -> bool:
+        return bool(getattr(t, "_ss_leaf", False)) or not self.meta(t).requires_grad
+
+    def same(self, a, b) -> bool:
+        """Are two sizes equal? Decided statically, or guarded."""
+        return a is b or (type(a) is int and type(b) is int and a == b) or self.guard(L.eq(a, b))
+
+    def data_dependent_op(self, name: str, *args):
+        where = user_location()
+        raise DataDependentError(
+            f"`{name}` produces a tensor whose size depends on the data"
+            + (f"\n  at {where.describe()}" if where else "")
+            + "\nData-dependent sizes are not supported by this trace.",
+            location=where,
+        )
+
+    # -- symbolic scalars -----------------------------------------------------------
+    def sym(self, x):
+        """An int-like argument as an engine int (or Expr)."""
+        if type(x) is int:
+            return x
+        if isinstance(x, torch.SymInt):
+            return self._node(x).value
+        if isinstance(x, bool):
+            return int(x)
+        if isinstance(x, int):
+            return int(x)
+        if isinstance(x, E.Expr):
+            return x
+        if isinstance(x, torch.Tensor) and x.dim() == 0 and not x.dtype.is_floating_point:
+            raise TracingError(
+                "a 0-d tensor was used where an int is needed; use .item() explicitly"
+            )
+        raise TypeError(f"expected an int, found {type(x).__name__}: {x!r}")
+
+    def _node(self, s) -> SymNode:
+        n = s.node
+        if not isinstance(n, SymNode):
+            raise TracingError(
+                f"a SymInt from another system ({type(n).__name__}) reached symshape"
+            )
+        if n.ctx is not self:
+            raise TracingError("a symbolic size from another trace was used here")
+        return n
+
+    def symint(self, e):
+        return to_symint(self, e)
+
+    def symbool(self, b):
+        return to_symbool(self, b)
+
+    def symfloat(self, r):
+        return to_symfloat(self, r)
+
+    def has_hint(self, value) -> bool:
+        if isinstance(value, F.Ratio):
+            return self.has_hint(value.num) and self.has_hint(value.den)
+        if type(value) in (int, bool, float):
+            return True
+        return all(s in self.env._hints for s in self.env.simplify(value).free_symbols)
+
+    # -- decisions ------------------------------------------------------------------
+    def guard(self, cond) -> bool:
+        return self.env.guard(cond, user_location())
+
+    def known(self, cond):
+        return self.env.known(cond)
+
+    def check(self, cond, msg: str | None = None) -> None:
+        """Assert ``cond``: a guard for backed symbols, else a runtime assert node."""
+        self.env.check(cond, msg, user_location())
+        self.flush_asserts()
+
+    def guard_or(self, cond, default: bool) -> bool:
+        r = self.env.known(cond)
+        if r is not None:
+            return r
+        try:
+            return self.env.guard(cond, user_location())
+        except DataDependentError:
+            return default
+
+    def flush_asserts(self) -> None:
+        """Emit ASSERT nodes for runtime asserts the env recorded since the last call."""
+        new = self.env.runtime_asserts[self._emitted_asserts :]
+        self._emitted_asserts += len(new)
+        for a in new:
+            pairs = tuple((s, self.var_of_symbol(s)) for s in sorted(a.cond.free_symbols, key=str))
+            self.nodes.append(Node(ASSERT, (a.cond, len(self.asserts), pairs), where=a.where))
+            self.asserts.append(a)
+
+    def concrete_int(self, e) -> int:
+        if type(e) is int:
+            return e
+        return self.env.specialize(e, user_location())
+
+    def require_nonzero(self, d) -> None:
+        if type(d) is int:
+            if d == 0:
+                raise ZeroDivisionError("integer division or modulo by zero")
+            return
+        if not self.guard(L.ne(d, 0)):
+            raise ZeroDivisionError(f"integer division or modulo by zero (divisor {d} is 0)")
+
+    def bool_as_int(self, b) -> int:
+        return int(self.guard(b)) if type(b) is not bool else int(b)
+
+    # -- floats ------------------------------------------------------------------------
+    def as_ratio(self, node: SymNode):
+        """A float operand as a Ratio (or a plain float when not representable)."""
+        v = node.value
+        if node.kind == "int":
+            return F.ratio(v, 1)
+        if node.kind == "bool":
+            return F.ratio(self.bool_as_int(v), 1)
+        if type(v) is float:
+            p, q = v.as_integer_ratio() if v == v and abs(v) != float("inf") else (None, None)
+            if p is not None and abs(p) < (1 << 20) and q < (1 << 20):
+                return F.Ratio(p, q, True)
+            return v
+        return v
+
+    def concrete_float(self, node) -> float:
+        v = node.value if isinstance(node, SymNode) else node
+        if node.kind == "int":
+            return float(self.concrete_int(v))
+        if node.kind == "bool":
+            return float(self.bool_as_int(v))
+        if type(v) is float:
+            return v
+        return self.concrete_int(v.num) / self.concrete_int(v.den)
+
+    def float_binop(self, op: str, a: SymNode, b: SymNode) -> SymNode:
+        ra, rb = self.as_ratio(a), self.as_ratio(b)
+        r = None
+        if isinstance(ra, F.Ratio) and isinstance(rb, F.Ratio) and ra.exact and rb.exact:
+            if op == "add":
+                r = F.add(ra, rb)
+            elif op == "sub":
+                r = F.add(ra, F.Ratio(E.neg(rb.num), rb.den, True))
+            elif op == "mul":
+                r = F.ratio(E.mul(ra.num, rb.num), E.mul(ra.den, rb.den))
+                r = r if r.exact else None
+            elif op == "truediv":
+                self.require_nonzero(rb.num)
+                r = F.ratio(E.mul(ra.num, rb.den), E.mul(ra.den, rb.num))
+        if r is not None:
+            return SymNode(self, r, "float")
+        x, y = self.concrete_float(a), self.concrete_float(b)
+        fn = {
+            "add": lambda: x + y,
+            "sub": lambda: x - y,
+            "mul": lambda: x * y,
+            "truediv": lambda: x / y,
+            "floordiv": lambda: float(x // y),
+            "mod": lambda: x % y,
+            "pow": lambda: x**y,
+            "max": lambda: max(x, y),
+            "min": lambda: min(x, y),
+        }[op]
+        return SymNode(self, fn(), "float")
+
+    def float_compare(self, build, a: SymNode, b: SymNode):
+        ra, rb = self.as_ratio(a), self.as_ratio(b)
+        if isinstance(ra, F.Ratio) and isinstance(rb, F.Ratio) and ra.exact and rb.exact:
+            return build(E.mul(ra.num, rb.den), E.mul(rb.num, ra.den))  # dens are positive
+        x, y = self.concrete_float(a), self.concrete_float(b)
+        return _PY_CMP[build](x, y)
+
+    def round_ratio(self, node: SymNode, mode: str):
+        if node.kind == "int":
+            return node.value
+        r = self.as_ratio(node)
+        if not isinstance(r, F.Ratio):
+            import math
+
+            return {"floor": math.floor, "ceil": math.ceil, "trunc": math.trunc}[mode](r)
+        num, den = r.num, r.den
+        if type(den) is not int and not self.guard(L.gt(den, 0)):
+            num, den = E.neg(num), E.neg(den)
+        if mode == "trunc":
+            mode = "floor" if self.guard(L.ge(num, 0)) else "ceil"
+        return E.floordiv(num, den) if mode == "floor" else E.ceildiv(num, den)
+
+    def layout_is_contiguous(self, sizes, strides) -> bool:
+        if any(self.guard(L.eq(s, 0)) for s in sizes):
+            return True
+        expected = 1
+        for size, stride in zip(reversed(sizes), reversed(strides)):
+            if self.guard(L.ne(size, 1)):
+                if self.guard(L.ne(stride, expected)):
+                    return False
+                expected = E.mul(expected, size)
+        return True
+
+    # -- recording ---------------------------------------------------------------------
+    def var_of_symbol(self, s: E.Symbol) -> Var:
+        v = self.sym_vars.get(s)
+        if v is None:
+            raise TracingError(f"internal error: symbol {s} has no value in the trace yet")
+        return v
+
+    def materialize(self, x):
+        """An int/bool expression as an int or a Var holding its value."""
+        x = self.env.simplify(x) if type(x) not in (int, bool) else x
+        if type(x) is int or type(x) is bool:
+            return x
+        v = self.sym_vars.get(x) if type(x) is E.Symbol else None
+        if v is not None:
+            return v
+        v = self._mat.get(x.uid)
+        if v is None:
+            pairs = tuple((s, self.var_of_symbol(s)) for s in sorted(x.free_symbols, key=str))
+            v = self.new_var("b" if isinstance(x, L.BoolExpr) else "i", x)
+            self.nodes.append(Node(SYM, (x, pairs), outputs=(v,)))
+            self._mat[x.uid] = v
+        return v
+
+    def _materialize_float(self, r):
+        if type(r) is float:
+            return r
+        num, den = self.materialize(r.num), self.materialize(r.den)
+        if type(num) is int and type(den) is int:
+            return num / den
+        v = self.new_var("f")
+        self.nodes.append(Node(TRUEDIV, (num, den), outputs=(v,)))
+        return v
+
+    def arg(self, x):
+        """A user-level argument as an IR argument."""
+        t = type(x)
+        if t is int or t is float or t is bool or t is str or x is None:
+            return x
+        if isinstance(x, TensorProxy):
+            self._own(x)
+            self.touched.add(id(x._ss_var))
+            return x._ss_var
+        if t is torch.SymInt or t is torch.SymBool:
+            return self.materialize(self._node(x).value)
+        if t is torch.SymFloat:
+            return self._materialize_float(self._node(x).value)
+        if t is tuple or t is list or t is torch.Size:
+            out = [self.arg(y) for y in x]
+            return out if t is list else tuple(out)
+        if t is slice:
+            return slice(self.arg(x.start), self.arg(x.stop), self.arg(x.step))
+        if t is dict:
+            return {k: self.arg(v) for k, v in x.items()}
+        if isinstance(x, torch.Tensor):
+            return self.lift(x)._ss_var
+        if isinstance(x, (E.Expr, L.BoolExpr)):
+            return self.materialize(x)
+        if isinstance(x, (torch.dtype, torch.device, torch.memory_format, torch.layout)):
+            return x
+        if x is Ellipsis or isinstance(x, complex):
+            return x
+        if isinstance(x, int):
+            return int(x)
+        if isinstance(x, float):
+            return float(x)
+        raise TracingError(f"cannot pass a {type(x).__name__} to an operation in a trace: {x!r}")
+
+    def emit(self, op, args=(), kwargs=None, out=None, *, effect: bool = False):
+        """Record ``op(*args, **kwargs)``. ``out`` is a TensorMeta (one tensor), a
+        tuple/list of TensorMetas (several, unpacked), or None (no result)."""
+        a = tuple(self.arg(x) for x in args)
+        kw = tuple((k, self.arg(v)) for k, v in (kwargs or {}).items())
+        where = user_location()
+        extra = {"effect": True} if effect else {}
+        if out is not None and torch.is_grad_enabled() and _any_requires_grad(args, kwargs):
+            grads = getattr(op, "differentiable", True)
+            if isinstance(out, TensorMeta):
+                out = _with_grad(out, grads)
+            else:
+                out = type(out)(_with_grad(m, grads) for m in out)
+        if out is None:
+            self.nodes.append(Node(op, a, kw, (), where, extra=extra))
+            return None
+        if isinstance(out, TensorMeta):
+            v = self.new_var("t", out)
+            self.nodes.append(Node(op, a, kw, (v,), where, extra=extra))
+            return self.proxy(v, out)
+        vs = tuple(self.new_var("t", m) for m in out)
+        self.nodes.append(Node(op, a, kw, vs, where, unpack=True, extra=extra))
+        proxies = [self.proxy(v, m) for v, m in zip(vs, out)]
+        return tuple(proxies) if isinstance(out, tuple) else proxies
+
+    def emit_const(self, value, prefix: str = "k"):
+        v = self.new_var(prefix)
+        self.nodes.append(Node(CONST, (value,), outputs=(v,), where=user_location()))
+        return v
+
+
+def _any_requires_grad(args, kwargs) -> bool:
+    for x in (*args, *(kwargs or {}).values()):
+        if isinstance(x, TensorProxy) and x._ss_meta.requires_grad:
+            return True
+        if type(x) in (tuple, list) and _any_requires_grad(x, None):
+            return True
+    return False
+
+
+def _with_grad(m: TensorMeta, differentiable: bool) -> TensorMeta:
+    if differentiable and (m.dtype.is_floating_point or m.dtype.is_complex):
+        return m.like(requires_grad=True)
+    return m
+
+
+_PY_CMP = {
+    L.eq: __import__("operator").eq,
+    L.ne: __import__("operator").ne,
+    L.lt: __import__("operator").lt,
+    L.le: __import__("operator").le,
+    L.gt: __import__("operator").gt,
+    L.ge: __import__("operator").ge,
+}
+
+
+def make_meta(shape, dtype, device, requires_grad=False, strides=None) -> TensorMeta:
+    return TensorMeta(tuple(shape), dtype, device, requires_grad, strides)
+
+
+__all__ = ["TraceContext", "contiguous_strides", "current", "make_meta"]
