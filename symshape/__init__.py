@@ -19,6 +19,7 @@ from symshape.jit import (
 )
 from symshape.ops import supported_ops
 from symshape.sym import CheckError, DataDependentError, ShapeEnv
+from symshape.trace.check import check
 from symshape.trace.errors import TracingError, UnsupportedOpError
 
 __version__ = "0.1.0"
@@ -36,6 +37,7 @@ __all__ = [
     "ShapeEnv",
     "TracingError",
     "UnsupportedOpError",
+    "check",
     "jit",
     "mark_dynamic",
     "mark_static",

@@ -31,6 +31,7 @@ def cse(trace: Trace) -> Trace:
     seen: dict[tuple, Node] = {}
     rename: dict[int, Var] = {}
     out: list[Node] = []
+    epoch = 0  # bumped by each mutation: reads after it must not reuse earlier results
 
     def sub(v: Var) -> Var:
         return rename.get(id(v), v)
@@ -41,6 +42,7 @@ def cse(trace: Trace) -> Trace:
         if args is not n.args or kwargs != n.kwargs:
             n = Node(n.op, args, kwargs, n.outputs, n.where, n.unpack, n.extra)
         if has_effect(n) or getattr(n.op, "random", False):
+            epoch += has_effect(n) and n.op is not ASSERT
             out.append(n)
             continue
         try:
@@ -50,6 +52,7 @@ def cse(trace: Trace) -> Trace:
                 _key(tuple(v for _, v in n.kwargs)),
                 tuple(k for k, _ in n.kwargs),
                 len(n.outputs),
+                0 if n.op is SYM else epoch,
             )
         except TypeError:
             out.append(n)

@@ -125,6 +125,8 @@ def python_source(trace: Trace) -> str:
     lines.append("import torch")
     if any(src.startswith("symshape.") for src in ops.values()):
         lines.append("import symshape")
+    if any(src.startswith("operator.") for src in ops.values()):
+        lines.append("import operator")
     lines += [f"{a} = {src}" for a, src in sorted(ops.items())]
     for name, value in trace.constants.items():
         lines.append(f"# {name}: constant {_describe_const(value)}")

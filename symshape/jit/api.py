@@ -25,7 +25,9 @@ import torch.utils._pytree as pytree
 from torch import nn
 
 from symshape.jit.policy import Dim, Policy
+from symshape.jit.prologue import InputSpecErrorAtTrace
 from symshape.jit.tracer import Traced, labels_of, trace_call
+from symshape.sym import DataDependentError
 
 log = logging.getLogger("symshape")
 
@@ -187,7 +189,23 @@ class JitFunction:
                 reason = why + (f" ({'; '.join(notes)})" if notes else "")
                 self.stats.recompile_reasons.append(reason)
                 log.info("symshape: recompiling %s: %s", self.__name__, reason)
-            traced = trace_call(self._fn, m, args, kwargs, self._policy, self.__name__)
+            while True:
+                try:
+                    traced = trace_call(self._fn, m, args, kwargs, self._policy, self.__name__)
+                    break
+                except InputSpecErrorAtTrace as e:
+                    raise InputSpecError(f"{self.__name__}: {e}") from None
+                except DataDependentError as e:
+                    label = getattr(e, "float_input", None)
+                    if label is None or label in self._policy.static_floats:
+                        raise
+                    # the code decides on this float argument: trace it as a constant
+                    self._policy.static_floats.add(label)
+                    log.info(
+                        "symshape: %s decides on the float %s; keeping it static",
+                        self.__name__,
+                        label,
+                    )
             entry = TraceEntry(traced)
             self._entries = (entry, *self._entries)
             self.stats.compiles += 1
@@ -258,7 +276,7 @@ def _leaves(fn, args, kwargs) -> list:
     out: list = []
 
     def walk(v, label):
-        if isinstance(v, torch.Tensor) or type(v) is int:
+        if isinstance(v, torch.Tensor) or type(v) in (int, float):
             out.append((label, v))
         elif type(v) in (tuple, list):
             for i, x in enumerate(v):

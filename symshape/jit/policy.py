@@ -3,8 +3,9 @@
 - ``dynamic=None`` (automatic): the first call traces every size as a
   constant; when a later call changes a dimension (or an int argument), that
   dimension becomes dynamic and the function is traced once more.
-- ``dynamic=True``: every dimension of every tensor argument is dynamic from
-  the first call.
+- ``dynamic=True``: every dimension of every tensor argument, and every int
+  and float argument, is dynamic from the first call. (A float the code
+  branches on is traced as a constant instead.)
 - ``dynamic=False``: everything is static; each new shape is a new trace.
 
 Parameters and buffers of modules are always static. A user can pin given
@@ -88,6 +89,8 @@ class Policy:
     dims: dict = field(default_factory=dict)  # label -> {dim: spec}
     auto_dims: dict = field(default_factory=dict)  # label -> set of dims that changed
     auto_ints: set = field(default_factory=set)  # labels of int arguments that changed
+    auto_floats: set = field(default_factory=set)  # labels of float arguments that changed
+    static_floats: set = field(default_factory=set)  # floats the code decides on: keep static
     seen: dict = field(default_factory=dict)  # label -> first shape / int value
 
     def spec(self, label: str, t: torch.Tensor, dim: int, is_param: bool):
@@ -107,7 +110,12 @@ class Policy:
         return STATIC
 
     def int_dynamic(self, label: str) -> bool:
-        return self.dynamic is not False and label in self.auto_ints
+        return self.dynamic is True or (self.dynamic is None and label in self.auto_ints)
+
+    def float_dynamic(self, label: str) -> bool:
+        if label in self.static_floats or self.dynamic is False:
+            return False
+        return self.dynamic is True or label in self.auto_floats
 
     def observe(self, leaves: list) -> list[str]:
         """Record first-seen sizes; on later calls, mark what changed as dynamic.
@@ -126,10 +134,11 @@ class Policy:
                         if a != b and d not in self.auto_dims.setdefault(label, set()):
                             self.auto_dims[label].add(d)
                             notes.append(f"{label}.size({d}) changed from {a} to {b}: now dynamic")
-            elif type(value) is int:
+            elif type(value) in (int, float):
                 first = self.seen.setdefault(label, value)
-                if type(first) is int and first != value and label not in self.auto_ints:
-                    self.auto_ints.add(label)
+                auto = self.auto_ints if type(value) is int else self.auto_floats
+                if type(first) is type(value) and first != value and label not in auto:
+                    auto.add(label)
                     notes.append(f"{label} changed from {first} to {value}: now dynamic")
         return notes
 

@@ -43,12 +43,24 @@ class Check:
 
 
 @dataclass
-class DeferredTensor:
-    """A module parameter/buffer: fetched and checked only if the trace used it."""
+class TensorItem:
+    """A tensor input: how to fetch it, what TensorGuards checks (type, dtype,
+    device, requires_grad, static sizes and strides), and how to unpack its
+    dynamic sizes. Module parameters are emitted only if the trace used them."""
 
-    proxy: object
-    lines: list
+    name: str
     label: str
+    example: object  # dropped once the prologue is built
+    sizes: list  # int, or None for a dynamic size
+    strides: list
+    fetch: list
+    post: list
+    proxy: object
+    module: object = None
+
+
+class InputSpecErrorAtTrace(ValueError):
+    """An input violates the range declared for it (found while tracing)."""
 
 
 @dataclass
@@ -76,6 +88,12 @@ class Builder:
     dims: dict = field(default_factory=dict)  # Dim -> Symbol
     specs: list = field(default_factory=list)  # (Symbol, Dim, label)
     deferred: list = field(default_factory=list)
+    tensors: list = field(default_factory=list)  # TensorItem for every tensor input
+    slots: list = field(default_factory=list)  # (module, "_parameters"/"_buffers", name, proxy)
+    float_inputs: list = field(default_factory=list)  # Vars of dynamic float arguments
+    aliases: list = field(
+        default_factory=list
+    )  # tied parameters: (module, src, other, proxy, label)
     module_locals: dict = field(default_factory=dict)  # id(module) -> (local, lines, label)
     module_of: dict = field(default_factory=dict)  # id(module) -> module
     tensor_local: dict = field(default_factory=dict)  # id(tensor) -> local name
@@ -116,7 +134,23 @@ class Builder:
             return value
         if t is int:
             return self._int(value, src, label, out)
+        if t is float and self.policy.float_dynamic(label):
+            from symshape.trace.symfloat import Opaque
+
+            self.leaves.append((label, value))
+            name = self.ctx.reserve(f"f_{_identifier(label)}")
+            self.fail(
+                f"type({src}) is not float",
+                f"{label} is a float",
+                f"type({src}).__name__",
+                into=out,
+            )
+            out.append(f"{name} = {src}")
+            var = Var(name, "float")
+            self.float_inputs.append(var)
+            return self.ctx.symfloat(Opaque(var, label, is_input=True))
         if t is float:
+            self.leaves.append((label, value))
             cond = f"type({src}) is not float or " + (
                 f"{src} == {src}" if value != value else f"{src} != {value!r}"
             )
@@ -191,9 +225,9 @@ class Builder:
         return value
 
     def _tensor(self, t: torch.Tensor, src: str, label: str, out, is_param: bool):
-        if isinstance(t, torch.SymInt) or type(t).__name__ == "TensorProxy":
+        if type(t).__name__ == "TensorProxy":
             raise TracingError(f"{label}: a traced value was passed into a jit function call")
-        if t.is_sparse or t.layout is not torch.strided:
+        if t.layout is not torch.strided:
             raise TracingError(
                 f"{label}: only strided (dense) tensors can be traced, found {t.layout}"
             )
@@ -203,54 +237,25 @@ class Builder:
                 f"{src} is not {other}", f"{label} is the same tensor as {other}", None, into=out
             )
             return self.proxy_of[id(t)]
-        if not is_param:
-            self.leaves.append((label, t))
-        name = self.local(label)
-        lines = [f"{name} = {src}"]
         T = type(t)
-        if T not in (torch.Tensor, nn.Parameter, nn.Buffer) and not issubclass(T, nn.Parameter):
+        if T is not torch.Tensor and not issubclass(T, nn.Parameter):
             raise TracingError(
                 f"{label}: tensor subclass {T.__name__} is not supported; pass a plain torch.Tensor"
             )
-        self.fail(
-            f"type({name}) is not {self.const(T, '_T')}",
-            f"{label} is a {T.__name__}",
-            f"type({name}).__name__",
-            into=lines,
-        )
-        dev = self.const(t.device, "_dev")
-        dt = f"torch.{str(t.dtype).split('.')[-1]}"
-        self.fail(
-            f"{name}.dtype is not {dt} or {name}.device != {dev} or {name}.requires_grad is not {t.requires_grad}",
-            f"{label} has dtype {t.dtype}, device {t.device}, requires_grad={t.requires_grad}",
-            f"({name}.dtype, {name}.device, {name}.requires_grad)",
-            into=lines,
-        )
+        if not is_param:
+            self.leaves.append((label, t))
+        name = self.local(label)
+        fetch = [f"{name} = {src}"]
         contiguous = t.is_contiguous()
-        self.fail(
-            f"{'not ' if contiguous else ''}{name}.is_contiguous()",
-            f"{label} is {'' if contiguous else 'not '}contiguous",
-            f"{name}.is_contiguous()",
-            into=lines,
-        )
-        self.fail(
-            f"{name}.dim() != {t.dim()}",
-            f"{label} has {t.dim()} dimensions",
-            f"{name}.dim()",
-            into=lines,
-        )
-        shape = []
-        names = []
-        static_checks = []
-        later = []
+        shape, names, later = [], [], []
+        dynamic = False
         for d, size in enumerate(t.shape):
             spec = self.policy.spec(label, t, d, is_param) if contiguous else STATIC
             if spec == STATIC:
-                tmp = f"_{name}_{d}"
-                names.append(tmp)
-                static_checks.append((tmp, size, d))
+                names.append("_")
                 shape.append(size)
                 continue
+            dynamic = True
             sym = self.dims.get(spec) if isinstance(spec, Dim) else None
             if sym is not None:  # a Dim seen before: this size must equal it
                 tmp = f"_{name}_{d}"
@@ -262,7 +267,7 @@ class Builder:
             if isinstance(spec, Dim) and not (
                 (lo or 0) <= size <= (hi if hi is not None else size)
             ):
-                raise ValueError(
+                raise InputSpecErrorAtTrace(
                     f"{label}.size({d}) is {size}, outside the range of {spec!r} given for it"
                 )
             sname = (
@@ -278,35 +283,48 @@ class Builder:
                     self.specs.append((sym, spec, f"{label}.size({d})"))
             names.append(sym.name)
             shape.append(sym)
-        if names:
-            lines.append(f"{', '.join(names)}{',' if len(names) == 1 else ''} = {name}.shape")
-        if static_checks:
-            self.fail(
-                " or ".join(f"{tmp} != {size}" for tmp, size, _ in static_checks),
-                f"{label} has static sizes "
-                + ", ".join(f"size({d}) == {size}" for _, size, d in static_checks),
-                f"tuple({name}.shape)",
-                into=lines,
-            )
+        post = []
+        if dynamic:
+            post.append(f"{', '.join(names)}{',' if len(names) == 1 else ''} = {name}.shape")
+        sizes = [None if not isinstance(d, int) else d for d in shape]
+        strides = list(t.stride())
+        if dynamic:  # a stride is static only if every later size is
+            for i in range(len(strides)):
+                if any(x is None for x in sizes[i + 1 :]):
+                    strides[i] = None
+            if contiguous and any(x is None for x in strides):
+                self.fail(
+                    f"not {name}.is_contiguous()",
+                    f"{label} is contiguous",
+                    f"{name}.is_contiguous()",
+                    into=post,
+                )
         for tmp, sym, d in later:
             self.fail(
                 f"{tmp} != {sym.name}",
                 f"{label}.size({d}) == {self.ctx.env.info(sym).label}",
                 f"tuple({name}.shape)",
-                into=lines,
+                into=post,
             )
-        strides = None if contiguous else tuple(t.stride())
-        meta = TensorMeta(tuple(shape), t.dtype, t.device, t.requires_grad, strides)
+        meta = TensorMeta(
+            tuple(shape),
+            t.dtype,
+            t.device,
+            t.requires_grad,
+            None if contiguous else tuple(t.stride()),
+        )
         var = Var(name, meta)
         proxy = self.ctx.proxy(var, meta)
         proxy._ss_leaf = True
         self.tensor_local[id(t)] = name
         self.proxy_of[id(t)] = proxy
         self.tensor_inputs.append((var, label, is_param))
+        item = TensorItem(name, label, t, sizes, strides, fetch, post, proxy)
+        self.tensors.append(item)
         if is_param:
-            self.deferred.append(DeferredTensor(proxy, lines, label))
+            self.deferred.append(item)
         else:
-            out.extend(lines)
+            out.extend(fetch)
         return proxy
 
     # -- modules --------------------------------------------------------------------
@@ -322,18 +340,20 @@ class Builder:
         )
         self.module_locals[id(mod)] = (loc, mlines, label, out)
         self.module_of[id(mod)] = mod
-        for name, p in mod._parameters.items():
-            if p is not None:
-                self.walk(
-                    p, f"{loc}._parameters[{name!r}]", _join(label, name), into=[], is_param=True
-                )
-                self.deferred[-1].module = mod
-        for name, b in mod._buffers.items():
-            if b is not None:
-                self.walk(
-                    b, f"{loc}._buffers[{name!r}]", _join(label, name), into=[], is_param=True
-                )
-                self.deferred[-1].module = mod
+        for slot in ("_parameters", "_buffers"):
+            for name, t in getattr(mod, slot).items():
+                if t is None:
+                    continue
+                src_t = f"{loc}.{slot}[{name!r}]"
+                if id(t) in self.tensor_local:  # tied: the same tensor reached twice
+                    proxy = self.proxy_of[id(t)]
+                    self.aliases.append(
+                        (mod, src_t, self.tensor_local[id(t)], proxy, _join(label, name))
+                    )
+                else:
+                    proxy = self.walk(t, src_t, _join(label, name), into=[], is_param=True)
+                    self.deferred[-1].module = mod
+                self.slots.append((mod, slot, name, proxy))
         for name, sub in mod._modules.items():
             if sub is not None:
                 self.module(sub, f"{loc}._modules[{name!r}]", _join(label, name), out)
@@ -353,6 +373,9 @@ class Builder:
         for d in self.deferred:
             if id(d.proxy._ss_var) in used:
                 need(id(d.module))
+        for mod, _, _, proxy, _ in self.aliases:
+            if id(proxy._ss_var) in used:
+                need(id(mod))
         for m, _, _ in attr_reads:
             if id(m) in self.module_locals:
                 need(id(m))
@@ -362,7 +385,12 @@ class Builder:
                 self.lines.extend(self.module_locals[mid][1])
         for d in self.deferred:
             if id(d.proxy._ss_var) in used:
-                self.lines.extend(d.lines)
+                self.lines.extend(d.fetch)
+        for _mod, src_t, other, proxy, label in self.aliases:
+            if id(proxy._ss_var) in used:
+                self.fail(
+                    f"{src_t} is not {other}", f"{label} is the same tensor as {other} (tied)", None
+                )
         seen = set()
         for m, attr, value in attr_reads:
             entry = self.module_locals.get(id(m))
@@ -387,6 +415,43 @@ class Builder:
                     f"{where} == {value!r}",
                     f"{loc}.{attr}",
                 )
+
+    def emit_tensor_checks(self, used: set, constants: dict) -> None:
+        """One TensorGuards check for every tensor the prologue fetched, then the
+        dynamic-size unpacking."""
+        from torch._C._dynamo.guards import TensorGuards
+
+        items = [i for i in self.tensors if not i.module or id(i.proxy._ss_var) in used]
+        names = [i.name for i in items] + list(constants)
+        examples = [i.example for i in items] + list(constants.values())
+        if examples:
+            tg = TensorGuards(
+                *examples,
+                dynamic_dims_sizes=[i.sizes for i in items]
+                + [list(c.shape) for c in constants.values()],
+                dynamic_dims_strides=[i.strides for i in items]
+                + [list(c.stride()) for c in constants.values()],
+            )
+            g = self.const(tg, "_tensors")
+            labels = [i.label for i in items] + [f"captured tensor {c}" for c in constants]
+            args = ", ".join(names)
+            self.lines.append(
+                f"# {g}: in C++, each tensor's type, dtype, device, requires_grad, static sizes, strides:"
+            )
+            for i in items:
+                m = i.proxy._ss_meta
+                dims = ", ".join("?" if x is None else str(x) for x in i.sizes)
+                self.lines.append(
+                    f"#   {i.name}: {type(i.example).__name__} {str(m.dtype)[6:]}[{dims}] {m.device} requires_grad={m.requires_grad}"
+                )
+            self.fail(
+                f"not {g}.check({args})",
+                "every tensor input keeps its type, dtype, device, requires_grad and static sizes",
+                f"{g}.check_verbose({args}, tensor_check_names={labels!r})",
+            )
+        for i in items:
+            self.lines.extend(i.post)
+            i.example = None
 
     def _parents(self) -> dict:
         parents: dict[int, int | None] = {}

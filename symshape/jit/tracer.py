@@ -3,6 +3,7 @@ the tracing mode, and assemble the prologue and the computation."""
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import time
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ import torch
 import torch.utils._pytree as pytree
 from torch import nn
 
-from symshape.ir import Trace, compile_source, compile_trace, cse, dce, iter_vars
+from symshape.ir import Node, OpRef, Trace, compile_source, compile_trace, cse, dce, iter_vars
 from symshape.ir.printer import fmt
 from symshape.jit.prologue import Builder, Prologue
 from symshape.ops import lookup
@@ -95,9 +96,9 @@ def trace_call(
         if module is not None
         else [a for a in (*args, *kwargs.values()) if isinstance(a, nn.Module)]
     )
-    with ctx, TracingMode(ctx, lookup), watch(roots, record):
+    with ctx, TracingMode(ctx, lookup), watch(roots, record), _proxied(b.slots):
         result = (module if module is not None else fn)(*pargs, **pkw)
-        output, spec = _output(ctx, result)
+        output, out_spec = _output(ctx, result)
         ctx.flush_asserts()
 
     trace = Trace("computation", [], list(ctx.nodes), output, ctx.asserts, dict(ctx.constants))
@@ -106,19 +107,21 @@ def trace_call(
         id(v) for v in iter_vars(trace.output)
     }
     tensors = [v for v, _, _ in b.tensor_inputs if id(v) in used]
-    trace.inputs = tensors + [v for v in ctx.sym_vars.values() if id(v) in used]
+    backed = [v for s, v in ctx.sym_vars.items() if ctx.env.info(s).backed]
+    trace.inputs = (
+        tensors
+        + [v for v in backed if id(v) in used]
+        + [v for v in b.float_inputs if id(v) in used]
+    )
     trace.doc = f"traced from {getattr(target, '__qualname__', name)}"
+    _simplify_metas(trace, ctx.env)
     trace.lint()
 
     # -- the prologue: module fetches, constants, guards, declared ranges -------------
     b.emit_modules(used | ctx.touched, reads)
     for cname, value in ctx.constants.items():
         b.globals[cname] = value
-        b.fail(
-            f"{cname}.dtype is not {fmt(value.dtype)} or {cname}.shape != {tuple(value.shape)!r}",
-            f"the captured tensor {cname} keeps dtype {value.dtype} and shape {tuple(value.shape)}",
-            f"({cname}.dtype, tuple({cname}.shape))",
-        )
+    b.emit_tensor_checks(used | ctx.touched, ctx.constants)
     env = ctx.env
     guards = env.guards
     for g in guards:
@@ -154,7 +157,38 @@ def trace_call(
     prologue = Prologue(src, pro, b.checks, explain)
     run = compile_trace(trace)
     labels_map = {i.symbol: i.label for i in env.symbols}
-    return Traced(prologue, trace, run, spec, guards, env, labels_map, time.perf_counter() - t0)
+    return Traced(prologue, trace, run, out_spec, guards, env, labels_map, time.perf_counter() - t0)
+
+
+@contextlib.contextmanager
+def _proxied(slots):
+    """While tracing, modules hold proxies in their parameter and buffer slots."""
+    saved = [(mod, slot, name, getattr(mod, slot)[name]) for mod, slot, name, _ in slots]
+    try:
+        for mod, slot, name, proxy in slots:
+            getattr(mod, slot)[name] = proxy
+        yield
+    finally:
+        for mod, slot, name, real in saved:
+            getattr(mod, slot)[name] = real
+
+
+def _simplify_metas(trace: Trace, env) -> None:
+    """Print every shape with what the trace learned (``s1`` -> ``s0`` after a guard)."""
+    from symshape.ir import TensorMeta
+
+    def fix(v):
+        m = v.meta
+        if isinstance(m, TensorMeta):
+            shape = tuple(env.simplify(d) for d in m.shape)
+            strides = None if m.strides is None else tuple(env.simplify(d) for d in m.strides)
+            v.meta = TensorMeta(shape, m.dtype, m.device, m.requires_grad, strides)
+
+    for v in trace.inputs:
+        fix(v)
+    for n in trace.nodes:
+        for v in n.outputs:
+            fix(v)
 
 
 def _simple(v) -> bool:
@@ -197,8 +231,13 @@ def _output(ctx: TraceContext, result):
     return tuple(_convert(ctx, x) for x in leaves), spec
 
 
+_SIZE = OpRef("Size", torch.Size, "torch.Size")
+
+
 def _plain(x) -> bool:
     t = type(x)
+    if t is torch.Size:
+        return True
     if t in (tuple, list):
         return all(_plain(y) for y in x)
     if t is dict:
@@ -211,6 +250,10 @@ def _convert(ctx: TraceContext, x):
         ctx._own(x)
         return x._ss_var
     t = type(x)
+    if t is torch.Size:  # rebuilt at run time from its (possibly symbolic) sizes
+        v = ctx.new_var("size")
+        ctx.nodes.append(Node(_SIZE, (tuple(ctx.arg(d) for d in x),), outputs=(v,)))
+        return v
     if t in (tuple, list):
         return t(_convert(ctx, y) for y in x)
     if t is dict:

@@ -111,33 +111,81 @@ def broadcast_shapes(ctx, *shapes) -> tuple:
     return tuple(out)
 
 
-def _standin(x):
-    """Something torch.result_type treats like ``x`` (same dtype and dim category)."""
-    if isinstance(x, TensorProxy):
-        m = x._ss_meta
-        return torch.empty((1,) * min(m.ndim, 1), dtype=m.dtype, device="meta")
-    if isinstance(x, torch.Tensor):
-        return torch.empty((1,) * min(x.dim(), 1), dtype=x.dtype, device="meta")
-    if isinstance(x, torch.SymBool):
-        return True
-    if isinstance(x, torch.SymInt):
-        return 1
-    if isinstance(x, torch.SymFloat):
-        return 1.0
-    return x
+def _category(d: torch.dtype) -> int:
+    return 3 if d.is_complex else 2 if d.is_floating_point else 0 if d is torch.bool else 1
+
+
+def _promote(a, b):
+    return b if a is None else a if b is None else torch.promote_types(a, b)
+
+
+def _combine(higher, lower):
+    """c10's combine_categories: a higher-priority class wins unless the lower one
+    is of a higher category (int tensor + float scalar -> float)."""
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    if higher.is_complex:
+        return higher
+    if lower.is_complex:
+        return _TO_COMPLEX.get(higher, lower) if higher.is_floating_point else lower
+    if higher.is_floating_point:
+        return higher
+    if higher is torch.bool or lower.is_floating_point:
+        return torch.promote_types(higher, lower)
+    return higher
+
+
+_TO_COMPLEX = {
+    torch.float16: torch.complex32,
+    torch.float32: torch.complex64,
+    torch.float64: torch.complex128,
+}
 
 
 def result_type(*operands, kind: str = "DEFAULT") -> torch.dtype:
-    """Eager's type promotion for tensors and Python/symbolic scalars.
-
-    ``kind`` is a torch._prims_common.ELEMENTWISE_TYPE_PROMOTION_KIND name
-    (DEFAULT, INT_TO_FLOAT, ALWAYS_BOOL, COMPLEX_TO_FLOAT, BOOL_TO_LONG, ...)."""
-    from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
-
-    ops = [_standin(x) for x in operands if x is not None]
-    _, out = elementwise_dtypes(
-        *ops, type_promotion_kind=getattr(ELEMENTWISE_TYPE_PROMOTION_KIND, kind)
-    )
+    """Eager's type promotion (c10 ResultTypeState) for tensors and Python or
+    symbolic scalars. ``kind`` follows torch's ELEMENTWISE_TYPE_PROMOTION_KIND:
+    DEFAULT, INT_TO_FLOAT, ALWAYS_BOOL, COMPLEX_TO_FLOAT, BOOL_TO_LONG."""
+    dim = zero = wrapped = None
+    for x in operands:
+        if x is None:
+            continue
+        if isinstance(x, TensorProxy):
+            m = x._ss_meta
+            if m.ndim:
+                dim = _promote(dim, m.dtype)
+            else:
+                zero = _promote(zero, m.dtype)
+        elif isinstance(x, torch.Tensor):
+            if x.dim():
+                dim = _promote(dim, x.dtype)
+            else:
+                zero = _promote(zero, x.dtype)
+        elif isinstance(x, (bool, torch.SymBool)):
+            wrapped = _promote(wrapped, torch.bool)
+        elif isinstance(x, (int, torch.SymInt)):
+            wrapped = _promote(wrapped, torch.int64)
+        elif isinstance(x, (float, torch.SymFloat)):
+            wrapped = _promote(wrapped, torch.get_default_dtype())
+        elif isinstance(x, complex):
+            wrapped = _promote(wrapped, _TO_COMPLEX[torch.get_default_dtype()])
+        else:
+            raise TypeError(f"cannot promote a {type(x).__name__} with tensors")
+    out = _combine(dim, _combine(zero, wrapped))
+    if out is None:
+        raise TypeError("type promotion needs at least one operand")
+    if kind == "INT_TO_FLOAT" and not (out.is_floating_point or out.is_complex):
+        return torch.get_default_dtype()
+    if kind == "ALWAYS_BOOL":
+        return torch.bool
+    if kind == "COMPLEX_TO_FLOAT" and out.is_complex:
+        return {torch.complex32: torch.float16, torch.complex64: torch.float32}.get(
+            out, torch.float64
+        )
+    if kind == "BOOL_TO_LONG" and out is torch.bool:
+        return torch.int64
     return out
 
 

@@ -2,7 +2,7 @@
 ``masked_fill``, ``clamp``.
 
 Shapes broadcast (``_helpers.broadcast_shapes``), dtypes follow eager's type
-promotion (``torch._prims_common.elementwise_dtypes``). In-place variants keep
+promotion (``_helpers.result_type``, c10's algorithm). In-place variants keep
 the first operand's metadata and return it, so ``y = x.add_(1); y is x``.
 """
 
@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from symshape.ops._helpers import broadcast_shapes, device_of, is_tensor, result_type
 from symshape.ops.registry import REGISTRY, OpDef, define, register, tensor_method
 
-# name -> type promotion kind (torch._prims_common.ELEMENTWISE_TYPE_PROMOTION_KIND)
+# name -> type promotion kind (as torch's ELEMENTWISE_TYPE_PROMOTION_KIND)
 UNARY = {
     "abs": "DEFAULT", "neg": "DEFAULT", "negative": "DEFAULT", "sign": "DEFAULT",
     "relu": "DEFAULT", "floor": "DEFAULT", "ceil": "DEFAULT", "round": "DEFAULT",
@@ -64,6 +64,7 @@ DUNDER = {
     "__rshift__": "bitwise_right_shift", "__floordiv__": "floor_divide",
     "__mod__": "remainder", "__truediv__": "true_divide", "__mul__": "mul",
     "__add__": "add", "__sub__": "sub", "__pow__": "pow", "__matmul__": None,
+    "__invert__": "bitwise_not", "__neg__": "neg", "__abs__": "abs", "__pos__": "positive",
 }  # fmt: skip
 INPLACE_DUNDER = {
     "__iadd__": "add", "__isub__": "sub", "__imul__": "mul", "__itruediv__": "true_divide",
@@ -256,7 +257,9 @@ define(OpDef("F_relu", "torch.nn.functional.relu", F.relu, _f_relu), [F.relu])
 @register("where", "torch.where", torch.where, tensor_method("where"), tags={"elementwise"})
 def where(ctx, op, condition, input=None, other=None):
     if input is None and other is None:
-        return ctx.data_dependent_op("where", condition)
+        from symshape.ops.datadep import where_one_arg
+
+        return where_one_arg(ctx, condition)
     tensors = [t for t in (condition, input, other) if is_tensor(t)]
     shape = broadcast_shapes(ctx, *(ctx.meta(t).shape for t in tensors))
     if ctx.meta(condition).dtype not in (torch.bool, torch.uint8):

@@ -125,8 +125,6 @@ _getter("repr", _repr, tensor_method("__repr__"), tensor_method("__str__"))
 _getter("format", lambda ctx, t, spec="": _repr(ctx, t), tensor_method("__format__"))
 _getter("dim_order", lambda ctx, t, **k: tuple(range(ctx.meta(t).ndim)), tensor_method("dim_order"))
 for _name in (
-    "item",
-    "tolist",
     "__bool__",
     "__int__",
     "__float__",

@@ -80,7 +80,10 @@ def register(
     def deco(rule: Callable) -> OpDef:
         fn = resolve(runtime)
         op = OpDef(name, runtime, fn, rule, frozenset(tags), effect, random)
-        define(op, (fn, *targets))
+        own = (
+            () if fn in targets or REGISTRY.get(fn) is not None else (fn,)
+        )  # runtime shared by ops
+        define(op, (*own, *targets))
         return op
 
     return deco
@@ -93,6 +96,9 @@ def define(op: OpDef, targets: Iterable[object]) -> OpDef:
     for t in targets:
         if t is None:
             continue
+        prev = REGISTRY.get(key(t))
+        if prev is not None and prev is not op:
+            raise ValueError(f"{t!r} is claimed by two ops: {prev.name} and {op.name}")
         REGISTRY[key(t)] = op
     return op
 

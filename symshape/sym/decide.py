@@ -89,9 +89,7 @@ class Reasoner:
             if lo not in (INF, -INF) and hi not in (INF, -INF) and lo // b == hi // b:
                 return lo // b  # a // n is constant on a's range
             return r
-        blo, _ = self.bounds(b)
-        alo, ahi = self.bounds(a)
-        if blo > 0 and alo >= 0 and ahi < blo:
+        if self._below(a, b):
             return 0  # 0 <= a < b -> a // b == 0
         return r
 
@@ -107,11 +105,20 @@ class Reasoner:
             if lo not in (INF, -INF) and hi not in (INF, -INF) and lo // b == hi // b:
                 return E.sub(a, (lo // b) * b)  # a % n -> a - k*n on [k*n, (k+1)*n)
             return r
-        blo, _ = self.bounds(b)
-        alo, ahi = self.bounds(a)
-        if blo > 0 and alo >= 0 and ahi < blo:
+        if self._below(a, b):
             return a  # 0 <= a < b -> a % b == a
         return r
+
+    def _below(self, a, b) -> bool:
+        """Is ``0 <= a < b`` known? Bounds first, then the stored relations."""
+        alo, ahi = self.bounds(a)
+        if alo >= 0 and ahi < self.bounds(b)[0]:
+            return True
+        return self._known_le(E.scale(a, -1)) and self._known_le(E.add(E.sub(a, b), 1))
+
+    def _known_le(self, e) -> bool:
+        """Is ``e <= 0`` known (``e`` simplified)?"""
+        return self.decide(_rel("<=", e)) is True
 
     def _simplify_minmax(self, t, args):
         build = E.sym_max if t is Max else E.sym_min
@@ -120,8 +127,8 @@ class Reasoner:
             return r
 
         def dominates(y, x) -> bool:  # max: x <= y is known; min: x >= y is known
-            lo, hi = self.bounds(E.sub(x, y))
-            return hi <= 0 if t is Max else lo >= 0
+            d = E.sub(x, y) if t is Max else E.sub(y, x)
+            return self._known_le(d)
 
         keep: list = []
         for x in r.args:
@@ -276,7 +283,8 @@ class Reasoner:
         scaled = lcm * x.const
         for t, k in x.terms:
             if type(t) is FloorDiv and type(t.b) is int:
-                exact = E.sub(t.a, self.simplify(E.mod(t.a, t.b)))
+                # only the Mod rewrite itself: a full simplify could decide, which bounds again
+                exact = E.sub(t.a, self._simplify_mod(E.mod(t.a, t.b)))
                 scaled = E.add(scaled, E.scale(exact, k * (lcm // t.b)))
             else:
                 scaled = E.add(scaled, E.scale(t, k * lcm))

@@ -161,7 +161,7 @@ class ShapeEnv:
             return s
         missing = [v for v in s.free_symbols if v not in self._hints]
         if missing:
-            raise self._data_dependent(x, s, None, "needs the concrete value of")
+            raise self._data_dependent(x, s, user_location())
         return E.evaluate(s, self._hints)
 
     def evaluate(self, x, values: Mapping):
@@ -182,7 +182,7 @@ class ShapeEnv:
             return r
         where = where or user_location()
         if any(v not in self._hints for v in s.free_symbols):
-            raise self._data_dependent(cond, s, where, "cannot decide")
+            raise self._data_dependent(cond, s, where)
         value = bool(E.evaluate(s, self._hints))
         taken = s if value else not_(s)
         self._recorded.append(Guard(taken, where))
@@ -225,6 +225,17 @@ class ShapeEnv:
             return
         self._asserts.append(RuntimeAssert(s, where, msg))
         self._learn(s, where, "assert")
+
+    def assume(self, cond, where: Location | None = None) -> None:
+        """Learn ``cond`` as true by construction (what an op guarantees about the
+        sizes it creates, e.g. ``u0 <= numel(x)`` for ``nonzero``): nothing is
+        recorded, nothing is checked at run time."""
+        cond = _bool(cond)
+        if type(cond) is bool:
+            if not cond:
+                raise CheckError(f"cannot assume a false fact at {where}")
+            return
+        self._learn(self.simplify(cond), where, "declared")
 
     def _learn(self, cond, where, origin) -> None:
         try:
@@ -286,8 +297,9 @@ class ShapeEnv:
                 continue
             seen.add(n.uid)
             if type(n) in (FloorDiv, Mod) and type(n.b) is not int:
-                lo, hi = self._k.bounds(self._k.simplify(n.b))
-                if lo <= 0 <= hi:
+                divisor = self._k.simplify(n.b)
+                if self._k.decide(self._k.simplify(E._CMP["ne"](divisor, 0))) is not True:
+                    lo, hi = self._k.bounds(divisor)
                     op = "//" if type(n) is FloorDiv else "%"
                     raise SymbolicZeroDivisionError(
                         f"`{self.describe(n)}`: the divisor `{self.describe(n.b)}` may be zero "
@@ -296,9 +308,11 @@ class ShapeEnv:
                     )
             stack.extend(n.children())
 
-    def _data_dependent(self, cond, s, where, verb) -> DataDependentError:
+    def _data_dependent(self, cond, s, where) -> DataDependentError:
         unbacked = sorted((v for v in s.free_symbols if v not in self._hints), key=str)
-        lines = [f"Could not decide `{cond}` while tracing: it depends on data-dependent values."]
+        is_cond = isinstance(s, BoolExpr)
+        what = "decide" if is_cond else "compute the value of"
+        lines = [f"Could not {what} `{cond}` while tracing: it depends on data-dependent values."]
         if s is not cond:
             lines.append(f"  (simplified: `{s}`)")
         for v in unbacked:
@@ -306,15 +320,24 @@ class ShapeEnv:
             origin = f" from {i.source}" if i.source else ""
             at = f" at {i.where}" if i.where else ""
             lines.append(f"  {v.name}: known only at run time{origin}{at}")
+            if i.where is not None and i.where.line:
+                lines.append(f"      {i.where.line}")
         if where is not None:
             lines.append(f"It was needed at {where.describe()}")
-        yes, no = E.to_str(s), E.to_str(not_(s))
-        lines.append(
-            "If you know which way it goes, say so before that line, e.g.\n"
-            f"    symshape.check({yes})\nor\n    symshape.check({no})\n"
-            "(with the Python values your code has for these symbols); otherwise compute "
-            "without branching on it, e.g. with torch.where."
-        )
+        if is_cond:
+            yes, no = E.to_str(s), E.to_str(not_(s))
+            lines.append(
+                "If you know which way it goes, say so before that line, e.g.\n"
+                f"    symshape.check({yes})\nor\n    symshape.check({no})\n"
+                "(with the Python values your code has for these symbols); otherwise compute "
+                "without branching on it, e.g. with torch.where."
+            )
+        else:
+            lines.append(
+                "If it can take only one value, say so before that line, e.g.\n"
+                f"    symshape.check({E.to_str(s)} == 1)\n"
+                "otherwise keep it symbolic instead of converting it to a Python int."
+            )
         return DataDependentError("\n".join(lines), expr=cond, location=where)
 
 

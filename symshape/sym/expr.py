@@ -760,7 +760,9 @@ def _show(x, name) -> tuple[str, int]:
             out.append(f" + {x.const}" if x.const > 0 else f" - {-x.const}")
         if len(x.terms) > 1 or x.const:
             return "".join(out), P_ADD
-        return "".join(out), P_MUL if x.terms[0][1] > 0 else P_NEG
+        term, c = x.terms[0]
+        # `-s0` and `-(a // 2)` are unary minus; `-2*s0` and `-s0*s1` parse as products
+        return "".join(out), P_NEG if c == -1 and type(term) is not Mono else P_MUL
     if t is FloorDiv or t is Mod:
         op = "//" if t is FloorDiv else "%"
         left = _paren(_show(x.a, name), P_MUL)

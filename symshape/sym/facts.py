@@ -137,8 +137,8 @@ class Knowledge(Reasoner):
             if any(t in E.free_symbols(u) for u, _ in terms if u is not t):
                 continue
             rest = E.sub(e, E.scale(t, k))
-            if self.backed(t) and not all(self.backed(s) for s in E.free_symbols(rest)):
-                continue  # never make a hinted size depend on a data-dependent one
+            if not self._may_replace(t, rest):
+                continue
             if best is None or self.rank(t) > self.rank(best[0]):
                 best = (t, k, rest)
         if best is not None:
@@ -154,6 +154,15 @@ class Knowledge(Reasoner):
             return
         if self.decide(cond) is not True:
             self._add_rel(cond, where, origin)
+
+    def _may_replace(self, t: Symbol, r) -> bool:
+        """Whether ``t`` may read ``r`` from now on. A backed symbol only by backed
+        ones (a hinted size never depends on data); an unbacked one only by backed
+        ones and older unbacked ones (no time travel: ``r`` exists where ``t`` does)."""
+        if self.backed(t):
+            return all(self.backed(s) for s in E.free_symbols(r))
+        rank = self.rank(t)
+        return all(self.backed(s) or self.rank(s) < rank for s in E.free_symbols(r))
 
     def _add_rel(self, cond, where, origin) -> None:
         self.rels.append(Fact(cond, where, origin, cond.free_symbols))
@@ -251,18 +260,18 @@ class Knowledge(Reasoner):
                 self.learn(_rel("<=", E.sub(x, hi)), p.where, p.origin)
 
     # -- for the guard printer ---------------------------------------------------------
-    def without(self, fact: Fact):
-        """Context: decide as if ``fact`` were not stored (for minimality checks)."""
-        return _Without(self, fact)
+    def without(self, *facts: Fact):
+        """Context: decide as if ``facts`` were not stored (for minimality checks)."""
+        return _Without(self, facts)
 
 
 class _Without:
-    def __init__(self, k: Knowledge, fact: Fact):
-        self.k, self.fact = k, fact
+    def __init__(self, k: Knowledge, facts: tuple):
+        self.k, self.facts = k, facts
 
     def __enter__(self):
         self.saved = self.k.rels
-        self.k.rels = [f for f in self.saved if f is not self.fact]
+        self.k.rels = [f for f in self.saved if all(f is not g for g in self.facts)]
         self.k._reset_caches()
         return self.k
 

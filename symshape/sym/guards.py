@@ -97,12 +97,18 @@ def final_guards(env) -> list[Guard]:
     for x, m in k.div.items():  # divisibility
         if only_backed(x):
             out.append(Guard(_rel("==", E.mod(x, m)), k.div_prov[x].where))
-    for f in list(k.rels):  # relations not implied by everything else
+    # Relations not implied by everything else. One at a time, and a dropped one
+    # stays out while the rest are tested: two relations that imply each other
+    # must not both go.
+    dropped: list = []
+    for f in list(k.rels):
         if not only_backed(f.cond):
             continue
-        with k.without(f):
+        with k.without(*dropped, f):
             implied = k.decide(f.cond) is True
-        if not implied:
+        if implied:
+            dropped.append(f)
+        else:
             out.append(Guard(f.cond, f.where))
     return out
 

@@ -118,8 +118,18 @@ class TraceContext:
         return bool(getattr(t, "_ss_leaf", False)) or not self.meta(t).requires_grad
 
     def same(self, a, b) -> bool:
-        """Are two sizes equal? Decided statically, or guarded."""
-        return a is b or (type(a) is int and type(b) is int and a == b) or self.guard(L.eq(a, b))
+        """Are two sizes equal? Decided statically, guarded from hints, or (for
+        data-dependent sizes) asserted at run time and assumed."""
+        if a is b or (type(a) is int and type(b) is int and a == b):
+            return True
+        cond = L.eq(a, b)
+        r = self.env.known(cond)
+        if r is not None:
+            return r
+        if self.has_hint(a) and self.has_hint(b):
+            return self.guard(cond)
+        self.check(cond, "sizes must match")
+        return True
 
     def data_dependent_op(self, name: str, *args):
         where = user_location()
@@ -169,11 +179,14 @@ class TraceContext:
         return to_symfloat(self, r)
 
     def has_hint(self, value) -> bool:
+        if isinstance(value, F.Opaque):
+            return False
         if isinstance(value, F.Ratio):
             return self.has_hint(value.num) and self.has_hint(value.den)
         if type(value) in (int, bool, float):
             return True
-        return all(s in self.env._hints for s in self.env.simplify(value).free_symbols)
+        value = self.env.simplify(value)
+        return type(value) in (int, bool) or all(s in self.env._hints for s in value.free_symbols)
 
     # -- decisions ------------------------------------------------------------------
     def guard(self, cond) -> bool:
@@ -225,6 +238,8 @@ class TraceContext:
     def as_ratio(self, node: SymNode):
         """A float operand as a Ratio (or a plain float when not representable)."""
         v = node.value
+        if isinstance(v, F.Opaque):
+            raise self._opaque_error(v, "exact arithmetic needs the value of")
         if node.kind == "int":
             return F.ratio(v, 1)
         if node.kind == "bool":
@@ -236,8 +251,28 @@ class TraceContext:
             return v
         return v
 
+    def opaque_float(self, op, args, what: str):
+        """A float read from tensor data (``.item()``): bound in the trace, opaque to the engine."""
+        v = self.new_var("f")
+        a = tuple(self.arg(x) for x in args)
+        self.nodes.append(Node(op, a, (), (v,), user_location(), unpack=True))
+        return self.symfloat(F.Opaque(v, what))
+
+    def _opaque_error(self, o, verb: str):
+        where = user_location()
+        err = DataDependentError(
+            f"{verb} `{o.what}`, a float known only when the trace runs"
+            + (f"\n  at {where.describe()}" if where else "")
+            + "\nFix: keep the value in a tensor (e.g. torch.where) instead of deciding on it in Python.",
+            location=where,
+        )
+        err.float_input = o.what if o.is_input else None
+        return err
+
     def concrete_float(self, node) -> float:
         v = node.value if isinstance(node, SymNode) else node
+        if isinstance(v, F.Opaque):
+            raise self._opaque_error(v, "Python needs the value of")
         if node.kind == "int":
             return float(self.concrete_int(v))
         if node.kind == "bool":
@@ -247,6 +282,8 @@ class TraceContext:
         return self.concrete_int(v.num) / self.concrete_int(v.den)
 
     def float_binop(self, op: str, a: SymNode, b: SymNode) -> SymNode:
+        if isinstance(a.value, F.Opaque) or isinstance(b.value, F.Opaque):
+            return self._opaque_binop(op, a, b)
         ra, rb = self.as_ratio(a), self.as_ratio(b)
         r = None
         if isinstance(ra, F.Ratio) and isinstance(rb, F.Ratio) and ra.exact and rb.exact:
@@ -276,7 +313,49 @@ class TraceContext:
         }[op]
         return SymNode(self, fn(), "float")
 
+    def _opaque_binop(self, op: str, a: SymNode, b: SymNode) -> SymNode:
+        import operator
+
+        fn = {
+            "add": "add",
+            "sub": "sub",
+            "mul": "mul",
+            "truediv": "truediv",
+            "pow": "pow",
+            "mod": "mod",
+            "floordiv": "floordiv",
+        }.get(op)
+        if fn is None:
+            o = a.value if isinstance(a.value, F.Opaque) else b.value
+            raise self._opaque_error(o, f"`{op}` needs to compare")
+        x, y = self._float_operand(a), self._float_operand(b)
+        v = self.new_var("f")
+        self.nodes.append(
+            Node(
+                OpRef(fn, getattr(operator, fn), f"operator.{fn}"),
+                (x, y),
+                (),
+                (v,),
+                user_location(),
+            )
+        )
+        what = f"({a.value} {fn} {b.value})"
+        src = a.value if isinstance(a.value, F.Opaque) else b.value
+        return SymNode(self, F.Opaque(v, what, src.is_input), "float")
+
+    def _float_operand(self, n: SymNode):
+        if isinstance(n.value, F.Opaque):
+            return n.value.var
+        if n.kind == "int":
+            return self.materialize(n.value)
+        if n.kind == "bool":
+            return self.materialize(n.value)
+        return self._materialize_float(n.value)
+
     def float_compare(self, build, a: SymNode, b: SymNode):
+        for n in (a, b):
+            if isinstance(n.value, F.Opaque):
+                raise self._opaque_error(n.value, "a comparison needs the value of")
         ra, rb = self.as_ratio(a), self.as_ratio(b)
         if isinstance(ra, F.Ratio) and isinstance(rb, F.Ratio) and ra.exact and rb.exact:
             return build(E.mul(ra.num, rb.den), E.mul(rb.num, ra.den))  # dens are positive
@@ -286,6 +365,8 @@ class TraceContext:
     def round_ratio(self, node: SymNode, mode: str):
         if node.kind == "int":
             return node.value
+        if isinstance(node.value, F.Opaque):
+            raise self._opaque_error(node.value, f"`{mode}` needs the value of")
         r = self.as_ratio(node)
         if not isinstance(r, F.Ratio):
             import math
@@ -335,6 +416,8 @@ class TraceContext:
     def _materialize_float(self, r):
         if type(r) is float:
             return r
+        if isinstance(r, F.Opaque):
+            return r.var
         num, den = self.materialize(r.num), self.materialize(r.den)
         if type(num) is int and type(den) is int:
             return num / den
@@ -351,7 +434,7 @@ class TraceContext:
             self._own(x)
             self.touched.add(id(x._ss_var))
             return x._ss_var
-        if t is torch.SymInt or t is torch.SymBool:
+        if isinstance(x, (torch.SymInt, torch.SymBool)):
             return self.materialize(self._node(x).value)
         if t is torch.SymFloat:
             return self._materialize_float(self._node(x).value)
@@ -400,6 +483,27 @@ class TraceContext:
         self.nodes.append(Node(op, a, kw, vs, where, unpack=True, extra=extra))
         proxies = [self.proxy(v, m) for v, m in zip(vs, out)]
         return tuple(proxies) if isinstance(out, tuple) else proxies
+
+    def unbacked(self, source: str, min=None, max=None) -> E.Symbol:
+        """A fresh data-dependent size or value, bound later by ``emit_binding``."""
+        s = self.env.unbacked(self.fresh("u"), min=min, max=max, source=source)
+        return s
+
+    def emit_binding(self, op, args, kwargs, symbols, out=(), *, scalar_kinds=None):
+        """Record ``u0, ..., t0, ... = op(*args)``: the op returns the values of the
+        new unbacked ``symbols`` first, then its tensors (``out`` metas). The trace
+        binds each symbol where it is created, so later shape arithmetic reads it."""
+        a = tuple(self.arg(x) for x in args)
+        kw = tuple((k, self.arg(v)) for k, v in (kwargs or {}).items())
+        svars = []
+        for s in symbols:
+            v = Var(s.name, s)
+            self.sym_vars[s] = v
+            self._names.add(s.name)
+            svars.append(v)
+        tvars = tuple(self.new_var("t", m) for m in out)
+        self.nodes.append(Node(op, a, kw, (*svars, *tvars), user_location(), unpack=True))
+        return [self.proxy(v, m) for v, m in zip(tvars, out)]
 
     def emit_const(self, value, prefix: str = "k"):
         v = self.new_var(prefix)

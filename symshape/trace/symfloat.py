@@ -71,3 +71,16 @@ def add(a: Ratio, b: Ratio) -> Ratio | None:
     if not (a.exact and b.exact):
         return None
     return ratio(E.add(E.mul(a.num, b.den), E.mul(b.num, a.den)), E.mul(a.den, b.den))
+
+
+@dataclass(frozen=True, slots=True)
+class Opaque:
+    """A float known only when the trace runs (``x.item()`` of a float tensor).
+    Arithmetic on it is recorded; deciding anything about it is an error."""
+
+    var: object  # the Var that holds it in the trace
+    what: str  # what it is, for error messages
+    is_input: bool = False  # a float argument of the traced function
+
+    def __str__(self) -> str:
+        return self.var.name

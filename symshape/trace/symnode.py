@@ -11,6 +11,8 @@ reads a hint silently.
 
 from __future__ import annotations
 
+import builtins
+
 import torch
 
 from symshape.sym import expr as E
@@ -274,11 +276,14 @@ class SymNode:
     def statically_known_true(self, file=None, line=None) -> bool:
         return self.ctx.env.known(self.value) is True
 
+    # PyTorch calls these where the default is the safe, general answer (C++
+    # metadata code asks "is this size 0?" with guard_or_false): answer only
+    # what is known, and record nothing.
     def guard_or_false(self, file=None, line=None) -> bool:
-        return self.ctx.guard_or(self.value, False)
+        return self.ctx.env.known(self.value) is True
 
     def guard_or_true(self, file=None, line=None) -> bool:
-        return self.ctx.guard_or(self.value, True)
+        return self.ctx.env.known(self.value) is not False
 
     # -- layout predicates that PyTorch's C++ may ask ---------------------------------
     def is_contiguous(self, sizes, strides) -> SymNode:
@@ -298,11 +303,20 @@ class SymNode:
         return self.wrap_int(int(self.ctx.layout_is_contiguous(_values(sizes), _values(strides))))
 
     # -- printing -------------------------------------------------------------------
+    # ``str(n)`` in user code observes the value (``len(str(n))`` depends on it),
+    # so it specializes with a guard, like ``int(n)``.
     def str(self) -> str:
-        return str(self.value)
+        return builtins_str(self._concrete())
 
     def _graph_repr(self) -> str:
-        return str(self.value)
+        return builtins_str(self._concrete())
+
+    def _concrete(self):
+        if self.kind == "int":
+            return self.ctx.concrete_int(self.value)
+        if self.kind == "bool":
+            return self.ctx.guard(self.value)
+        return self.ctx.concrete_float(self)
 
     def __str__(self) -> str:
         return str(self.value)
@@ -311,8 +325,20 @@ class SymNode:
         return f"SymNode({self.value})"
 
 
+builtins_str = builtins.str
+
+
 def _values(nodes) -> list:
     return [n.value if isinstance(n, SymNode) else n for n in nodes]
+
+
+class SymInt(torch.SymInt):
+    """The SymInts symshape hands to user code. ``hash()`` of one observes its
+    value (``table[x.shape[0]]``), so it specializes with a guard; PyTorch's
+    own SymInt refuses to be hashed."""
+
+    def __hash__(self):
+        return hash(self.node.int_())
 
 
 def to_symint(ctx, x):
@@ -320,7 +346,7 @@ def to_symint(ctx, x):
     x = ctx.env.simplify(x) if type(x) is not int else x
     if type(x) is int:
         return x
-    return torch.SymInt(SymNode(ctx, x, "int"))
+    return SymInt(SymNode(ctx, x, "int"))
 
 
 def to_symbool(ctx, x):

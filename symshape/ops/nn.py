@@ -1,0 +1,723 @@
+"""Neural-network layers: normalization, embedding, dropout, attention,
+``F.normalize``, pixel shuffle.
+
+Each op is registered on the C builtin that generated code calls
+(``torch.layer_norm``, ``torch.batch_norm``, ``torch.embedding``...) with a rule
+in that builtin's signature; the ``torch.nn.functional`` function in front of
+it gets a small rule of its own (``functional``) that does the Python-level
+work eager does there (defaults, argument checks) and hands over. Shapes are
+exact::
+
+    layer_norm(x: f32[s0, s1, 8], (8,))              -> f32[s0, s1, 8]
+    sdpa(q: [s0, 4, s1, 16], k: [s0, 4, s2, 16], v)  -> [s0, 4, s1, 16]
+    pixel_shuffle(x: [s0, 4*c, h, w], 2)             -> [s0, c, 2*h, 2*w]
+
+Every size check eager makes is made here too (``expect``): decided by the
+engine when it can, else guarded on the sizes seen, else asserted at run time;
+a failing one raises eager's error at trace time. Training-mode ``batch_norm``
+updates its running statistics in place (an effect node); dropout draws random
+numbers (never merged by CSE).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+
+from symshape.ops._helpers import broadcast_shapes, device_of, numel
+from symshape.ops.registry import OpDef, define, lookup, register
+from symshape.sym import expr as E
+from symshape.sym import logic as L
+from symshape.trace.errors import TracingError
+
+# -- helpers shared by the nn families (conv, pooling, resize, losses) -----------------
+
+
+def expect(ctx, cond, error: Callable[[], Exception]) -> None:
+    """Eager raises ``error()`` unless ``cond``: decided by the engine, else guarded
+    on the sizes seen (backed), else asserted when the trace runs (data-dependent)."""
+    ok = ctx.known(cond)
+    if ok is None:
+        if not ctx.has_hint(cond):
+            ctx.check(cond, str(error()))
+            return
+        ok = ctx.guard(cond)
+    if not ok:
+        raise error()
+
+
+def same_sizes(ctx, got, want, error: Callable[[], Exception]) -> None:
+    """Eager's ``got == want`` on two shapes, one size at a time."""
+    if len(got) != len(want):
+        raise error()
+    for a, b in zip(got, want):
+        expect(ctx, L.eq(a, b), error)
+
+
+def show(ctx, x) -> str:
+    """A size (or list of sizes) as eager prints it: the value seen while tracing."""
+    if isinstance(x, (tuple, list, torch.Size)):
+        return "[" + ", ".join(show(ctx, d) for d in x) + "]"
+    if type(x) is int:
+        return str(x)
+    return str(ctx.env.hint(x)) if ctx.has_hint(x) else str(x)
+
+
+def int_tuple(ctx, value, n: int, error: Callable[[], Exception]) -> tuple:
+    """An int or a sequence of 1 or ``n`` ints, as ``n`` engine ints."""
+    if isinstance(value, (int, torch.SymInt)):
+        return (ctx.sym(value),) * n
+    value = tuple(value)
+    if len(value) == 1:
+        value = value * n
+    if len(value) != n:
+        raise error()
+    return tuple(ctx.sym(v) for v in value)
+
+
+def out(ctx, shape, dtype, *tensors):
+    return ctx.out_meta(shape, dtype, device_of(ctx, *tensors))
+
+
+def functional(fn, name: str):
+    """Register ``rule`` for the Python function ``fn`` (``F.<name>``); it is never
+    emitted itself, it hands over to the op of the builtin ``fn`` calls."""
+
+    def deco(rule: Callable) -> OpDef:
+        return define(OpDef(f"F_{name}", f"torch.nn.functional.{name}", fn, rule), [fn])
+
+    return deco
+
+
+def decompose(ctx, fn: Callable, *args):
+    """Run the composite ``fn`` under tracing again: each torch call it makes
+    reaches its own rule."""
+    from symshape.trace.mode import TracingMode
+
+    with TracingMode(ctx, lookup):
+        return fn(*args)
+
+
+def cudnn_enabled() -> bool:
+    """The flag F.layer_norm & co. pass to the builtin (read when tracing)."""
+    return bool(torch.backends.cudnn.enabled)
+
+
+def tensor_type(dtype: torch.dtype) -> str:
+    """``torch.FloatTensor`` for float32, as eager's messages name dtypes."""
+    return f"torch.{_SCALAR_TYPE.get(dtype, str(dtype))}Tensor"
+
+
+def c_type(dtype: torch.dtype) -> str:
+    """``float`` for float32, as eager's C++ messages name dtypes."""
+    return _C_TYPE.get(dtype, str(dtype))
+
+
+_SCALAR_TYPE = {
+    torch.float32: "Float", torch.float64: "Double", torch.float16: "Half",
+    torch.bfloat16: "BFloat16", torch.bool: "Bool", torch.uint8: "Byte", torch.int8: "Char",
+    torch.int16: "Short", torch.int32: "Int", torch.int64: "Long",
+}  # fmt: skip
+_C_TYPE = {
+    torch.float32: "float", torch.float64: "double", torch.float16: "c10::Half",
+    torch.bfloat16: "c10::BFloat16", torch.int64: "long int", torch.int32: "int",
+    torch.bool: "bool",
+}  # fmt: skip
+
+
+# -- normalization ----------------------------------------------------------------------
+
+
+def _normalized(ctx, m, normalized_shape, weight, bias, sep: str = ", ") -> None:
+    """Eager's checks of layer_norm / rms_norm arguments."""
+    if isinstance(normalized_shape, (int, torch.SymInt)):
+        normalized_shape = (normalized_shape,)
+    ns = tuple(ctx.sym(d) for d in normalized_shape)
+    if not ns:
+        raise RuntimeError(
+            "Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
+            f"least one element, but got normalized_shape = {show(ctx, ns)}"
+        )
+    for what, t in (("weight", weight), ("bias", bias)):
+        if t is not None:
+            ts = ctx.meta(t).shape
+            same_sizes(
+                ctx,
+                ts,
+                ns,
+                lambda what=what, ts=ts: RuntimeError(
+                    f"Expected {what} to be of same shape as normalized_shape, but got {what} "
+                    f"of shape {show(ctx, ts)} and normalized_shape = {show(ctx, ns)}"
+                ),
+            )
+
+    def err():
+        trailing = "".join(sep + show(ctx, d) for d in ns)
+        return RuntimeError(
+            f"Given normalized_shape={show(ctx, ns)}, expected input with shape "
+            f"[*{trailing}], but got input of size{show(ctx, m.shape)}"
+        )
+
+    if m.ndim < len(ns):
+        raise err()
+    same_sizes(ctx, m.shape[m.ndim - len(ns) :], ns, err)
+
+
+@register("layer_norm", "torch.layer_norm")
+def layer_norm(
+    ctx, op, input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True
+):
+    m = ctx.meta(input)
+    _normalized(ctx, m, normalized_shape, weight, bias)
+    args = (input, normalized_shape, weight, bias, eps, cudnn_enable)
+    return ctx.emit(op, args, {}, out(ctx, m.shape, m.dtype, input))
+
+
+@functional(F.layer_norm, "layer_norm")
+def _f_layer_norm(ctx, op, input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    args = (input, normalized_shape, weight, bias, eps, cudnn_enabled())
+    return layer_norm.rule(ctx, layer_norm, *args)
+
+
+@register("rms_norm", "torch.rms_norm", F.rms_norm)
+def rms_norm(ctx, op, input, normalized_shape, weight=None, eps=None):
+    m = ctx.meta(input)
+    _normalized(ctx, m, normalized_shape, weight, None, sep="")
+    return ctx.emit(
+        op, (input, normalized_shape, weight, eps), {}, out(ctx, m.shape, m.dtype, input)
+    )
+
+
+def _per_channel(ctx, t, c, what: str, m) -> None:
+    """``weight``/``bias`` of group_norm: a vector of ``c`` elements."""
+    if t is None:
+        return
+    ts = ctx.meta(t).shape
+
+    def err():
+        return RuntimeError(
+            f"Expected {what} to be a vector of size equal to the number of channels in "
+            f"input, but got {what} of shape {show(ctx, ts)} and input of shape "
+            f"{show(ctx, m.shape)}"
+        )
+
+    if len(ts) != 1:
+        raise err()
+    expect(ctx, L.eq(ts[0], c), err)
+
+
+def _more_than_one(ctx, sizes, what: str, shown: Callable[[], str]) -> None:
+    """``F._verify_batch_size`` / ``_verify_spatial_size``: a ValueError when the
+    product of ``sizes`` is 1."""
+    expect(
+        ctx,
+        L.ne(numel(sizes), 1),
+        lambda: ValueError(f"Expected more than 1 {what} when training, got input size {shown()}"),
+    )
+
+
+@register("group_norm", "torch.group_norm")
+def group_norm(ctx, op, input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
+    m = ctx.meta(input)
+    c, g = m.shape[1], ctx.sym(num_groups)
+    expect(
+        ctx,
+        L.eq(E.mod(c, g), 0),
+        lambda: RuntimeError(
+            "Expected number of channels in input to be divisible by num_groups, but got "
+            f"input of shape {show(ctx, m.shape)} and num_groups={show(ctx, g)}"
+        ),
+    )
+    _per_channel(ctx, weight, c, "weight", m)
+    _per_channel(ctx, bias, c, "bias", m)
+    args = (input, num_groups, weight, bias, eps, cudnn_enabled)
+    return ctx.emit(op, args, {}, out(ctx, m.shape, m.dtype, input))
+
+
+@functional(F.group_norm, "group_norm")
+def _f_group_norm(ctx, op, input, num_groups, weight=None, bias=None, eps=1e-5):
+    m = ctx.meta(input)
+    if m.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {m.ndim}")
+    g = ctx.sym(num_groups)
+    if type(g) is int and g == 0:
+        raise ZeroDivisionError("integer division or modulo by zero")
+    rows = E.floordiv(E.mul(m.shape[0], m.shape[1]), g)
+    spatial = m.shape[2:]
+    _more_than_one(
+        ctx, (rows, *spatial), "value per channel", lambda: show(ctx, [rows, g, *spatial])
+    )
+    args = (input, num_groups, weight, bias, eps, cudnn_enabled())
+    return group_norm.rule(ctx, group_norm, *args)
+
+
+def _running(ctx, m, tensors) -> None:
+    """Per-channel tensors of batch/instance norm hold ``C`` elements (unchecked when
+    the input is empty: eager returns a copy of it)."""
+    if m.ndim < 2:
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
+    c = m.shape[1]
+    empty = L.eq(numel(m.shape), 0)
+    for what, t in tensors:
+        if t is None:
+            continue
+        n = numel(ctx.meta(t).shape)
+        expect(
+            ctx,
+            L.or_(empty, L.eq(n, c)),
+            lambda what=what, n=n: RuntimeError(
+                f"{what} should contain {show(ctx, c)} elements not {show(ctx, n)}"
+            ),
+        )
+
+
+@register("batch_norm", "torch.batch_norm")
+def batch_norm(
+    ctx,
+    op,
+    input,
+    weight,
+    bias,
+    running_mean,
+    running_var,
+    training,
+    momentum,
+    eps,
+    cudnn_enabled,
+):
+    m = ctx.meta(input)
+    _running(
+        ctx,
+        m,
+        (
+            ("running_mean", running_mean),
+            ("running_var", running_var),
+            ("weight", weight),
+            ("bias", bias),
+        ),
+    )
+    args = (input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
+    # in training mode the running statistics are updated in place
+    effect = bool(training) and (running_mean is not None or running_var is not None)
+    return ctx.emit(op, args, {}, out(ctx, m.shape, m.dtype, input), effect=effect)
+
+
+@functional(F.batch_norm, "batch_norm")
+def _f_batch_norm(
+    ctx,
+    op,
+    input,
+    running_mean,
+    running_var,
+    weight=None,
+    bias=None,
+    training=False,
+    momentum=0.1,
+    eps=1e-5,
+):
+    m = ctx.meta(input)
+    if training:
+        _more_than_one(
+            ctx,
+            (m.shape[0], *m.shape[2:]),
+            "value per channel",
+            lambda: f"torch.Size({show(ctx, m.shape)})",
+        )
+    if training and eps <= 0.0:
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    if eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    args = (input, weight, bias, running_mean, running_var, training, momentum, eps)
+    return batch_norm.rule(ctx, batch_norm, *args, cudnn_enabled())
+
+
+@register("instance_norm", "torch.instance_norm")
+def instance_norm(
+    ctx,
+    op,
+    input,
+    weight,
+    bias,
+    running_mean,
+    running_var,
+    use_input_stats,
+    momentum,
+    eps,
+    cudnn_enabled,
+):
+    m = ctx.meta(input)
+    if not use_input_stats and (running_mean is None or running_var is None):
+        raise RuntimeError(
+            "Expected running_mean and running_var to be defined when use_input_stats is false"
+        )
+    _running(
+        ctx,
+        m,
+        (
+            ("running_mean", running_mean),
+            ("running_var", running_var),
+            ("weight", weight),
+            ("bias", bias),
+        ),
+    )
+    args = (input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps)
+    effect = bool(use_input_stats) and (running_mean is not None or running_var is not None)
+    return ctx.emit(
+        op, (*args, cudnn_enabled), {}, out(ctx, m.shape, m.dtype, input), effect=effect
+    )
+
+
+@functional(F.instance_norm, "instance_norm")
+def _f_instance_norm(
+    ctx,
+    op,
+    input,
+    running_mean=None,
+    running_var=None,
+    weight=None,
+    bias=None,
+    use_input_stats=True,
+    momentum=0.1,
+    eps=1e-5,
+):
+    m = ctx.meta(input)
+    if use_input_stats:
+        _more_than_one(
+            ctx, m.shape[2:], "spatial element", lambda: f"torch.Size({show(ctx, m.shape)})"
+        )
+    args = (input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps)
+    return instance_norm.rule(ctx, instance_norm, *args, cudnn_enabled())
+
+
+# -- embedding --------------------------------------------------------------------------
+
+
+@register("embedding", "torch.embedding")
+def embedding(ctx, op, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    w, i = ctx.meta(weight), ctx.meta(indices)
+    if i.dtype not in (torch.long, torch.int):
+        raise RuntimeError(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar "
+            f"types: Long, Int; but got {tensor_type(i.dtype)} instead (while checking "
+            "arguments for embedding)"
+        )
+    if w.ndim != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    args = (weight, indices, padding_idx, scale_grad_by_freq, sparse)
+    return ctx.emit(op, args, {}, out(ctx, (*i.shape, w.shape[1]), w.dtype, weight))
+
+
+@functional(F.embedding, "embedding")
+def _f_embedding(
+    ctx,
+    op,
+    input,
+    weight,
+    padding_idx=None,
+    max_norm=None,
+    norm_type=2.0,
+    scale_grad_by_freq=False,
+    sparse=False,
+):
+    if padding_idx is None:
+        padding_idx = -1
+    else:
+        w = ctx.meta(weight)
+        rows = w.shape[0] if w.ndim else 0
+        p = ctx.sym(padding_idx)
+        bad = lambda: AssertionError("Padding_idx must be within num_embeddings")  # noqa: E731
+        if type(p) is not int or p > 0:
+            expect(ctx, L.lt(p, rows), bad)
+        if type(p) is int and p < 0:
+            expect(ctx, L.ge(p, -rows), bad)
+            padding_idx = ctx.symint(E.add(rows, p))
+    if max_norm is not None:
+        raise TracingError(
+            "F.embedding(max_norm=...) renormalizes the weight in place, which symshape does "
+            "not trace. Fix: use max_norm=None, or renormalize the weight outside the "
+            "jit-compiled function (torch.embedding_renorm_)."
+        )
+    args = (weight, input, padding_idx, scale_grad_by_freq, sparse)
+    return embedding.rule(ctx, embedding, *args)
+
+
+# -- dropout ----------------------------------------------------------------------------
+
+
+def _check_p(p) -> None:
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _dropout_kernel(ctx, op, input, p, train):
+    m = ctx.meta(input)
+    if not train:
+        return input  # eager returns the input itself
+    return ctx.emit(op, (input, p, True), {}, out(ctx, m.shape, m.dtype, input))
+
+
+def _dropout_kernel_(ctx, op, input, p, train):
+    ctx.meta(input)
+    if train:
+        ctx.emit(op, (input, p, True), {})
+    return input
+
+
+# torch.<name>(input, p, train): the kernels behind F.dropout & co.
+_KERNELS = {}
+for _name in ("dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout"):
+    _KERNELS[_name] = register(_name, f"torch.{_name}", random=True)(_dropout_kernel)
+    _KERNELS[_name + "_"] = register(_name + "_", f"torch.{_name}_", random=True, effect=True)(
+        _dropout_kernel_
+    )
+
+
+def _f_dropout(name: str, kernel: str, training_default: bool):
+    """F.dropout, F.dropout2d/3d, F.alpha_dropout, F.feature_alpha_dropout."""
+
+    def rule(ctx, op, input, p=0.5, training=training_default, inplace=False):
+        _check_p(p)
+        m = ctx.meta(input)
+        if name == "dropout2d" and m.ndim not in (3, 4):
+            warnings.warn(
+                f"dropout2d: Received a {m.ndim}-D input to dropout2d, which is deprecated and "
+                "will result in an error in a future release. To retain the behavior and "
+                "silence this warning, please use dropout instead.",
+                stacklevel=3,
+            )
+        k = _KERNELS[kernel + ("_" if inplace else "")]
+        return k.rule(ctx, k, input, p, training)
+
+    return rule
+
+
+for _name, _kernel, _training in (
+    ("dropout", "dropout", True),
+    ("dropout2d", "feature_dropout", True),
+    ("dropout3d", "feature_dropout", True),
+    ("alpha_dropout", "alpha_dropout", False),
+    ("feature_alpha_dropout", "feature_alpha_dropout", False),
+):
+    functional(getattr(F, _name), _name)(_f_dropout(_name, _kernel, _training))
+
+
+@register("dropout1d", "torch.nn.functional.dropout1d", F.dropout1d, random=True)
+def dropout1d(ctx, op, input, p=0.5, training=True, inplace=False):
+    """Runs F.dropout1d itself: it adds a batch dimension around the kernel."""
+    _check_p(p)
+    m = ctx.meta(input)
+    if m.ndim not in (2, 3):
+        raise RuntimeError(
+            f"dropout1d: Expected 2D or 3D input, but received a {m.ndim}D input. Note that "
+            "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial "
+            "dimension, a channel dimension, and an optional batch dimension (i.e. 2D or 3D "
+            "inputs)."
+        )
+    if inplace:
+        raise NotImplementedError(
+            "F.dropout1d(inplace=True) is not supported while tracing; use inplace=False"
+        )
+    if not training:
+        return input
+    return ctx.emit(op, (input, p, True), {}, out(ctx, m.shape, m.dtype, input))
+
+
+# -- attention --------------------------------------------------------------------------
+
+
+def _sdpa(
+    ctx,
+    op,
+    query,
+    key,
+    value,
+    attn_mask=None,
+    dropout_p=0.0,
+    is_causal=False,
+    scale=None,
+    enable_gqa=False,
+):
+    q, k, v = ctx.meta(query), ctx.meta(key), ctx.meta(value)
+    if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
+        raise RuntimeError(
+            "Expected query, key, and value to all be  at least 2 dimensional, but got "
+            f"query.dim: {q.ndim} key.dim: {k.ndim} and value.dim: {v.ndim} instead."
+        )
+    if not (q.dtype == k.dtype == v.dtype):
+        raise RuntimeError(
+            "Expected query, key, and value to have the same dtype, but got query.dtype: "
+            f"{c_type(q.dtype)} key.dtype: {c_type(k.dtype)} and "
+            f"value.dtype: {c_type(v.dtype)} instead."
+        )
+    if attn_mask is not None and ctx.meta(attn_mask).dtype not in (torch.bool, q.dtype):
+        a = ctx.meta(attn_mask).dtype
+        raise RuntimeError(
+            "Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+            f"attn_mask.dtype: {c_type(a)} and  query.dtype: "
+            f"{c_type(q.dtype)} instead."
+        )
+    kwargs = {"scale": scale} if scale is not None else {}  # keyword-only in the builtin
+    if enable_gqa:
+        kwargs["enable_gqa"] = True
+    args = (query, key, value, attn_mask, dropout_p, is_causal)
+    target = sdpa_dropout if dropout_p > 0.0 else op
+    # an empty query or value: eager returns [*query.shape[:-1], Ev] with no further checks
+    if _decide(ctx, L.or_(L.eq(numel(q.shape), 0), L.eq(numel(v.shape), 0))):
+        shape = (*q.shape[:-1], v.shape[-1])
+        return ctx.emit(target, args, kwargs, out(ctx, shape, q.dtype, query, key, value))
+    if not (q.dtype.is_floating_point or q.dtype.is_complex):
+        raise RuntimeError(f"expected scalar type Float but found {_SCALAR_TYPE[q.dtype]}")
+    if attn_mask is not None and is_causal:
+        raise RuntimeError(
+            "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True"
+        )
+    kb, vb = list(k.shape[:-2]), list(v.shape[:-2])
+    if enable_gqa and q.ndim >= 3 and k.ndim >= 3 and v.ndim >= 3:
+        _gqa_heads(ctx, q.shape[-3], kb[-1], vb[-1])
+        kb[-1] = vb[-1] = q.shape[-3]  # key and value heads are repeated to the query's
+    # scores = q @ k^T: [*batch, L, S]; out = scores @ v: [*batch, L, Ev]
+    length, s = q.shape[-2], k.shape[-2]
+    batch = broadcast_shapes(ctx, q.shape[:-2], kb)
+    _bmm_sizes(ctx, batch, q.shape[-1], k.shape[-1])
+    if attn_mask is not None:
+        scores = (*batch, length, s)
+        full = broadcast_shapes(ctx, scores, ctx.meta(attn_mask).shape)  # added to the scores
+        same_sizes(
+            ctx,
+            full,
+            scores,
+            lambda: RuntimeError(
+                f"output with shape {show(ctx, scores)} doesn't match the broadcast shape "
+                f"{show(ctx, full)}"
+            ),
+        )
+    batch = broadcast_shapes(ctx, batch, vb)
+    _bmm_sizes(ctx, batch, s, v.shape[-2])
+    shape = (*batch, length, v.shape[-1])
+    return ctx.emit(target, args, kwargs, out(ctx, shape, q.dtype, query, key, value))
+
+
+def _bmm_sizes(ctx, batch, want, got) -> None:
+    """The inner sizes of a batched matmul agree."""
+    expect(
+        ctx,
+        L.eq(got, want),
+        lambda: RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: "
+            f"[{show(ctx, numel(batch))}, {show(ctx, want)}] but got: "
+            f"[{show(ctx, numel(batch))}, {show(ctx, got)}]."
+        ),
+    )
+
+
+def _gqa_heads(ctx, hq, hk, hv) -> None:
+    """Eager's grouped-query check: equal head counts, or key/value counts that divide
+    the query's (a zero count is asked about first: it cannot divide)."""
+    if ctx.known(L.and_(L.eq(hq, hk), L.eq(hk, hv))) is True:
+        return
+
+    def err():
+        return RuntimeError("Number of heads in key and value must divide the number of heads in ")
+
+    if all(_decide(ctx, L.ne(h, 0)) for h in (hk, hv)):
+        expect(ctx, L.and_(L.eq(E.mod(hq, hk), 0), L.eq(E.mod(hq, hv), 0)), err)
+    else:
+        expect(ctx, L.and_(L.eq(hq, hk), L.eq(hk, hv)), err)
+
+
+def _decide(ctx, cond) -> bool:
+    r = ctx.known(cond)
+    return r if r is not None else ctx.guard(cond)
+
+
+sdpa = register(
+    "scaled_dot_product_attention",
+    "torch._C._nn.scaled_dot_product_attention",
+    F.scaled_dot_product_attention,
+)(_sdpa)
+# with dropout_p > 0 it draws random numbers
+sdpa_dropout = define(
+    OpDef(
+        "scaled_dot_product_attention_dropout",
+        "torch._C._nn.scaled_dot_product_attention",
+        torch._C._nn.scaled_dot_product_attention,
+        _sdpa,
+        random=True,
+    ),
+    [],
+)
+
+
+# -- composites ---------------------------------------------------------------------------
+
+
+def _normalize(input, p, dim, eps):
+    # x / max(||x||_p, eps), the norm taken along dim (F.normalize's own body)
+    denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    return input / denom
+
+
+@functional(F.normalize, "normalize")
+def normalize(ctx, op, input, p=2.0, dim=1, eps=1e-12, out=None):
+    if out is not None:
+        raise NotImplementedError("F.normalize(out=...) is not supported while tracing")
+    ctx.meta(input)
+    return decompose(ctx, _normalize, input, p, dim, eps)
+
+
+# -- pixel shuffle ------------------------------------------------------------------------
+
+
+def _shuffle_input(ctx, m, r, name: str, what: str) -> None:
+    if m.ndim < 3:
+        raise RuntimeError(
+            f"{name} expects input to have at least 3 dimensions, but got input with "
+            f"{m.ndim} dimension(s)"
+        )
+    expect(
+        ctx,
+        L.gt(r, 0),
+        lambda: RuntimeError(f"{name} expects a positive {what}, but got {show(ctx, r)}"),
+    )
+
+
+@register("pixel_shuffle", "torch.pixel_shuffle", F.pixel_shuffle)
+def pixel_shuffle(ctx, op, input, upscale_factor):
+    # [*, c*r*r, h, w] -> [*, c, h*r, w*r]
+    m, r = ctx.meta(input), ctx.sym(upscale_factor)
+    _shuffle_input(ctx, m, r, "pixel_shuffle", "upscale_factor")
+    c, h, w = m.shape[-3:]
+    rr = E.mul(r, r)
+    expect(
+        ctx,
+        L.eq(E.mod(c, rr), 0),
+        lambda: RuntimeError(
+            "pixel_shuffle expects its input's 'channel' dimension to be divisible by the "
+            f"square of upscale_factor, but input.size(-3)={show(ctx, c)} is not divisible "
+            f"by {show(ctx, rr)}"
+        ),
+    )
+    shape = (*m.shape[:-3], E.floordiv(c, rr), E.mul(h, r), E.mul(w, r))
+    return ctx.emit(op, (input, upscale_factor), {}, out(ctx, shape, m.dtype, input))
+
+
+@register("pixel_unshuffle", "torch.pixel_unshuffle", F.pixel_unshuffle)
+def pixel_unshuffle(ctx, op, input, downscale_factor):
+    # [*, c, h*r, w*r] -> [*, c*r*r, h, w]
+    m, r = ctx.meta(input), ctx.sym(downscale_factor)
+    _shuffle_input(ctx, m, r, "pixel_unshuffle", "downscale_factor")
+    c, h, w = m.shape[-3:]
+    for size, what, i in ((h, "height", -2), (w, "width", -1)):
+        expect(
+            ctx,
+            L.eq(E.mod(size, r), 0),
+            lambda size=size, what=what, i=i: RuntimeError(
+                f"pixel_unshuffle expects {what} to be divisible by downscale_factor, but "
+                f"input.size({i})={show(ctx, size)} is not divisible by {show(ctx, r)}"
+            ),
+        )
+    shape = (*m.shape[:-3], E.mul(c, E.mul(r, r)), E.floordiv(h, r), E.floordiv(w, r))
+    return ctx.emit(op, (input, downscale_factor), {}, out(ctx, shape, m.dtype, input))

@@ -1,0 +1,70 @@
+"""Callables that generated code calls for data-dependent ops.
+
+Each returns the data-dependent sizes (or values) it creates first, then its
+tensors, so a trace binds them in one statement: ``u0, t3 = _nonzero(t2)``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def nonzero(x):
+    r = torch.nonzero(x)
+    return r.shape[0], r
+
+
+def nonzero_tuple(x):
+    r = torch.nonzero(x)
+    return (r.shape[0], *r.unbind(1)) if x.dim() else (r.shape[0], r.new_zeros(r.shape[0]))
+
+
+def mask_index(x, mask):
+    r = x[mask]
+    return r.shape[0], r
+
+
+def masked_select(x, mask):
+    r = torch.masked_select(x, mask)
+    return r.shape[0], r
+
+
+def unique(x, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    r = torch.unique(
+        x, sorted=sorted, return_inverse=return_inverse, return_counts=return_counts, dim=dim
+    )
+    if isinstance(r, tuple):
+        return (r[0].shape[0 if dim is None else dim], *r)
+    return r.shape[0 if dim is None else dim], r
+
+
+def unique_consecutive(x, return_inverse=False, return_counts=False, dim=None):
+    r = torch.unique_consecutive(
+        x, return_inverse=return_inverse, return_counts=return_counts, dim=dim
+    )
+    if isinstance(r, tuple):
+        return (r[0].shape[0 if dim is None else dim], *r)
+    return r.shape[0 if dim is None else dim], r
+
+
+def repeat_interleave(x, repeats, dim=None):
+    r = torch.repeat_interleave(x, repeats, dim=dim)
+    return r.shape[0 if dim is None else dim], r
+
+
+def repeat_interleave_counts(repeats):
+    r = torch.repeat_interleave(repeats)
+    return r.shape[0], r
+
+
+def bincount(x, weights=None, minlength=0):
+    r = torch.bincount(x, weights=weights, minlength=minlength)
+    return r.shape[0], r
+
+
+def item(x):
+    return (x.item(),)
+
+
+def tolist(x):
+    return tuple(x.reshape(-1).tolist())

@@ -1,0 +1,695 @@
+"""Views and layout: ``view``/``reshape``, ``permute``/``transpose``, ``expand``,
+``squeeze``/``unsqueeze``, ``narrow``/``select``, and the copies ``clone``,
+``contiguous``, ``repeat``, ``flip``, ``roll``.
+
+A view's metadata carries symbolic strides, computed as eager computes them,
+so ``is_contiguous()`` and ``stride()`` answer like eager::
+
+    x: f32[s0, s1]                   strides (s1, 1)   -> None (contiguous)
+    x.t(): f32[s1, s0]               strides (1, s1)
+    x[:, ::2]: f32[s0, (s1 + 1) // 2]  strides (s1, 2)
+
+``strides=None`` in a ``TensorMeta`` means row-major contiguous; rules return
+None whenever the strides they computed are exactly the row-major ones.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from symshape.ops._helpers import norm_dim, norm_dims, numel, sym_tuple
+from symshape.ops.registry import OpDef, attribute, define, register, tensor_method
+from symshape.sym import expr as E
+from symshape.sym import logic as L
+from symshape.trace.proxy import contiguous_strides
+
+# -- shared building blocks (also used by indexing.py and joins.py) ----------------------
+
+
+def strides_of(m) -> tuple:
+    """The strides of a tensor's metadata, row-major when it records none."""
+    return m.strides if m.strides is not None else contiguous_strides(m.shape)
+
+
+def norm_strides(shape, strides):
+    """None when ``strides`` are exactly the row-major strides of ``shape``."""
+    if strides is None:
+        return None
+    strides = tuple(strides)
+    for a, b in zip(strides, contiguous_strides(shape)):
+        if a is not b and not (type(a) is int and type(b) is int and a == b):
+            return strides
+    return None
+
+
+def view_meta(ctx, m, shape, strides):
+    """Metadata of a view of ``m`` with the given shape and strides."""
+    shape = tuple(shape)
+    return ctx.out_meta(shape, m.dtype, m.device, norm_strides(shape, strides))
+
+
+def decide(ctx, cond, expect: bool = True, msg: str | None = None) -> bool:
+    """``cond`` decided by the engine, else guarded from the hints; with
+    data-dependent sizes it is asserted to be ``expect`` (a runtime assert)."""
+    r = ctx.known(cond)
+    if r is not None:
+        return r
+    if ctx.has_hint(cond):
+        return ctx.guard(cond)
+    ctx.check(cond if expect else L.not_(cond), msg)
+    return expect
+
+
+def negative(ctx, v) -> bool:
+    """Is an int-like value negative? Decided, guarded, or asserted not to be."""
+    return v < 0 if type(v) is int else decide(ctx, L.lt(v, 0), expect=False)
+
+
+def show(ctx, e):
+    """A size for an error message: its value on this input where known."""
+    if type(e) is int:
+        return e
+    return ctx.env.hint(e) if ctx.has_hint(e) else e
+
+
+def shown(ctx, shape) -> list:
+    return [show(ctx, d) for d in shape]
+
+
+def eq_indicator(t):
+    """1 when ``t == 1`` else 0, for a size ``t >= 0``, as an exact expression."""
+    if type(t) is int:
+        return int(t == 1)
+    # |t - 1| is 0 at t == 1 and >= 1 elsewhere
+    return 1 - E.sym_min(E.sym_max(t - 1, 1 - t), 1)
+
+
+def preserve_strides(ctx, shape, strides):
+    """Strides of ``empty_like(x, preserve_format)``: x's own when x is
+    non-overlapping and dense, else dense strides in x's stride order."""
+    if strides is None or _permuted_contiguous(shape, strides):
+        return norm_strides(shape, strides)
+    if _non_overlapping_and_dense(ctx, shape, strides):
+        return norm_strides(shape, strides)
+    return norm_strides(shape, _infer_dense_strides(ctx, shape, strides))
+
+
+def _permuted_contiguous(shape, strides) -> bool:
+    """Structurally a permutation of row-major strides (always dense)."""
+    left = list(range(len(shape)))
+    expected = 1
+    while left:
+        for i in left:
+            s = strides[i]
+            if s is expected or (type(s) is int and type(expected) is int and s == expected):
+                left.remove(i)
+                expected = E.mul(expected, shape[i])
+                break
+        else:
+            return False
+    return True
+
+
+def _non_overlapping_and_dense(ctx, shape, strides) -> bool:
+    # c10's compute_non_overlapping_and_dense, each comparison decided or guarded
+    n = len(shape)
+    if n == 1:
+        return ctx.guard(L.lt(shape[0], 2)) or ctx.guard(L.eq(strides[0], 1))
+    small = [ctx.guard(L.lt(d, 2)) for d in shape]
+    perm = []
+    for i in range(n):  # stable insertion sort: size < 2 last, then by stride
+        j = len(perm)
+        while j > 0 and _before(ctx, i, perm[j - 1], small, strides):
+            j -= 1
+        perm.insert(j, i)
+    require = 1
+    for i in perm:
+        if small[i]:
+            return True
+        if not ctx.guard(L.eq(strides[i], require)):
+            return False
+        require = E.mul(require, shape[i])
+    return True
+
+
+def _before(ctx, a, b, small, strides) -> bool:
+    if small[a]:
+        return False
+    if small[b]:
+        return True
+    return ctx.guard(L.lt(strides[a], strides[b]))
+
+
+def _infer_dense_strides(ctx, shape, strides) -> tuple:
+    # ATen's infer_dense_strides: sort dims by stride (0 strides are ambiguous
+    # and stay put), then lay them out densely innermost-first.
+    n = len(shape)
+    perm = list(range(n - 1, -1, -1))
+
+    def should_swap(d0, d1) -> int:
+        s0, s1 = strides[d0], strides[d1]
+        if ctx.guard(L.eq(s0, 0)) or ctx.guard(L.eq(s1, 0)):
+            return 0
+        if ctx.guard(L.lt(s0, s1)):
+            return -1
+        if ctx.guard(L.gt(s0, s1)):
+            return 1
+        return 1 if ctx.guard(L.gt(shape[d0], shape[d1])) else 0
+
+    for i in range(1, n):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    out = [0] * n
+    acc = 1
+    for d in perm:
+        out[d] = acc
+        acc = E.mul(acc, E.sym_max(shape[d], 1))
+    return tuple(out)
+
+
+# -- view / reshape ---------------------------------------------------------------------------
+
+
+def infer_size(ctx, sizes, total) -> tuple:
+    """``sizes`` with a ``-1`` replaced by ``total // product(others)``, checked like eager."""
+    sizes = list(sizes)
+    infer = None
+    prod = 1
+    for i, s in enumerate(sizes):
+        if type(s) is int and s == -1:
+            if infer is not None:
+                raise RuntimeError("only one dimension can be inferred")
+            infer = i
+            continue
+        if type(s) is int and s < 0:
+            raise RuntimeError(f"invalid shape dimension {s}")
+        if type(s) is not int and not decide(ctx, L.ge(s, 0)):
+            raise RuntimeError(f"invalid shape dimension {show(ctx, s)}")
+        prod = E.mul(prod, s)
+    bad = f"shape '{shown(ctx, sizes)}' is invalid for input of size {show(ctx, total)}"
+    if infer is None:
+        if not decide(ctx, L.eq(prod, total), msg=bad):
+            raise RuntimeError(bad)
+        return tuple(sizes)
+    if decide(ctx, L.eq(prod, 0), expect=False):
+        raise RuntimeError(
+            f"cannot reshape tensor of {show(ctx, total)} elements into shape "
+            f"{shown(ctx, sizes)} because the unspecified dimension size -1 can be any value "
+            "and is ambiguous"
+        )
+    if not decide(ctx, L.eq(E.mod(total, prod), 0), msg=bad):
+        raise RuntimeError(bad)
+    sizes[infer] = E.floordiv(total, prod)
+    return tuple(sizes)
+
+
+def view_strides(ctx, old, old_strides, new):
+    """ATen's computeStride: strides viewing ``old`` as ``new``, or None when
+    a view cannot express it. Every comparison is decided or guarded."""
+    if old_strides is None:
+        return contiguous_strides(new)
+    if not old:
+        return (1,) * len(new)
+    total = numel(old)
+    g = ctx.guard
+    if g(L.eq(total, 0)):
+        if len(old) == len(new) and all(g(L.eq(a, b)) for a, b in zip(old, new)):
+            return tuple(old_strides)
+        return contiguous_strides(tuple(E.sym_max(d, 1) for d in new))
+    out = [0] * len(new)
+    view_d = len(new) - 1
+    base = old_strides[-1]
+    tensor_numel = view_numel = 1
+    for d in range(len(old) - 1, -1, -1):
+        tensor_numel = E.mul(tensor_numel, old[d])
+        if d == 0 or (
+            g(L.ne(old[d - 1], 1)) and g(L.ne(old_strides[d - 1], E.mul(tensor_numel, base)))
+        ):
+            while view_d >= 0 and (g(L.lt(view_numel, tensor_numel)) or g(L.eq(new[view_d], 1))):
+                out[view_d] = E.mul(view_numel, base)
+                view_numel = E.mul(view_numel, new[view_d])
+                view_d -= 1
+            if g(L.ne(view_numel, tensor_numel)):
+                return None
+            if d > 0:
+                base = old_strides[d - 1]
+                tensor_numel = view_numel = 1
+    return tuple(out) if view_d == -1 else None
+
+
+def _reshape(ctx, m, sizes, must_view: bool, checked: bool = False):
+    """``m`` viewed (or, unless ``must_view``, copied) to ``sizes``; ``checked``:
+    the sizes are known to hold ``m``'s elements and have no ``-1``."""
+    shape = tuple(sizes) if checked else infer_size(ctx, sizes, numel(m.shape))
+    strides = view_strides(ctx, m.shape, m.strides, shape)
+    if strides is None:
+        if must_view:
+            raise RuntimeError(
+                "view size is not compatible with input tensor's size and stride (at least one "
+                "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
+            )
+        return ctx.out_meta(shape, m.dtype, m.device)  # reshape copies
+    return view_meta(ctx, m, shape, strides)
+
+
+@register("view", "torch.Tensor.view")
+def view(ctx, op, input, *size, **kw):
+    size = (kw.pop("size"),) if "size" in kw else size
+    if len(size) == 1 and isinstance(size[0], torch.dtype):
+        raise NotImplementedError("Tensor.view(dtype) is not supported while tracing")
+    m = ctx.meta(input)
+    sizes = sym_tuple(ctx, size)
+    return ctx.emit(op, (input, _size_arg(size)), {}, _reshape(ctx, m, sizes, True))
+
+
+@register("reshape", "torch.reshape", torch.Tensor.reshape)
+def reshape(ctx, op, input, *shape, **kw):
+    shape = (kw.pop("shape"),) if "shape" in kw else shape
+    m = ctx.meta(input)
+    sizes = sym_tuple(ctx, shape)
+    return ctx.emit(op, (input, _size_arg(shape)), {}, _reshape(ctx, m, sizes, False))
+
+
+def _size_arg(size) -> tuple:
+    if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)):
+        size = size[0]
+    return tuple(size)
+
+
+@register("view_as", "torch.Tensor.view_as")
+def view_as(ctx, op, input, other):
+    m, o = ctx.meta(input), ctx.meta(other)
+    return ctx.emit(op, (input, other), {}, _reshape(ctx, m, o.shape, True))
+
+
+@register("reshape_as", "torch.Tensor.reshape_as")
+def reshape_as(ctx, op, input, other):
+    m, o = ctx.meta(input), ctx.meta(other)
+    return ctx.emit(op, (input, other), {}, _reshape(ctx, m, o.shape, False))
+
+
+@register("flatten", "torch.flatten", torch.Tensor.flatten)
+def flatten(ctx, op, input, start_dim=0, end_dim=-1):
+    m = ctx.meta(input)
+    if m.ndim == 0:
+        return ctx.emit(op, (input, start_dim, end_dim), {}, ctx.out_meta((1,), m.dtype, m.device))
+    s, e = norm_dim(start_dim, m.ndim), norm_dim(end_dim, m.ndim)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        out = view_meta(ctx, m, m.shape, m.strides)
+    else:
+        shape = (*m.shape[:s], numel(m.shape[s : e + 1]), *m.shape[e + 1 :])
+        out = _reshape(ctx, m, shape, False, checked=True)
+    return ctx.emit(op, (input, s, e), {}, out)
+
+
+@register("unflatten", "torch.unflatten", torch.Tensor.unflatten)
+def unflatten(ctx, op, input, dim, sizes):
+    m = ctx.meta(input)
+    d = norm_dim(dim, m.ndim)
+    if len(sizes) == 0:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    inner = infer_size(ctx, sym_tuple(ctx, (tuple(sizes),)), m.shape[d])
+    shape = (*m.shape[:d], *inner, *m.shape[d + 1 :])
+    return ctx.emit(op, (input, d, tuple(sizes)), {}, _reshape(ctx, m, shape, True, checked=True))
+
+
+# -- permutations -----------------------------------------------------------------------
+
+
+def permuted(ctx, m, perm):
+    st = strides_of(m)
+    return view_meta(ctx, m, [m.shape[p] for p in perm], [st[p] for p in perm])
+
+
+@register("permute", "torch.permute", torch.Tensor.permute)
+def permute(ctx, op, input, *dims, **kw):
+    m = ctx.meta(input)
+    dims = (kw.pop("dims"),) if "dims" in kw else dims
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list, torch.Size)):
+        dims = dims[0]
+    if len(dims) != m.ndim:
+        raise RuntimeError(
+            "permute(sparse_coo): number of dimensions in the tensor input does not match the "
+            f"length of the desired ordering of dimensions i.e. input.dim() = {m.ndim} is not "
+            f"equal to len(dims) = {len(dims)}"
+        )
+    perm = norm_dims(dims, m.ndim)
+    return ctx.emit(op, (input, perm), {}, permuted(ctx, m, perm))
+
+
+def _swap(ndim: int, a: int, b: int) -> list:
+    perm = list(range(ndim))
+    perm[a], perm[b] = perm[b], perm[a]
+    return perm
+
+
+@register(
+    "transpose",
+    "torch.transpose",
+    torch.Tensor.transpose,
+    torch.swapaxes,
+    torch.swapdims,
+    tensor_method("swapaxes"),
+    tensor_method("swapdims"),
+)
+def transpose(ctx, op, input, dim0, dim1):
+    m = ctx.meta(input)
+    a, b = norm_dim(dim0, m.ndim), norm_dim(dim1, m.ndim)
+    return ctx.emit(op, (input, a, b), {}, permuted(ctx, m, _swap(m.ndim, a, b)))
+
+
+@register("t", "torch.t", torch.Tensor.t)
+def t(ctx, op, input):
+    m = ctx.meta(input)
+    if m.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {m.ndim}D")
+    return ctx.emit(op, (input,), {}, permuted(ctx, m, list(range(m.ndim))[::-1]))
+
+
+def _T(ctx, op, input):
+    m = ctx.meta(input)
+    perm = tuple(range(m.ndim))[::-1]
+    return ctx.emit(permute, (input, perm), {}, permuted(ctx, m, perm))
+
+
+def _mT(ctx, op, input):
+    m = ctx.meta(input)
+    if m.ndim < 2:
+        raise RuntimeError(
+            "tensor.mT is only supported on matrices or batches of matrices. "
+            f"Got {m.ndim}-D tensor."
+        )
+    out = permuted(ctx, m, _swap(m.ndim, m.ndim - 2, m.ndim - 1))
+    return ctx.emit(transpose, (input, -2, -1), {}, out)
+
+
+define(OpDef("T", "torch.permute", torch.permute, _T), [attribute("T")])
+define(OpDef("mT", "torch.transpose", torch.transpose, _mT), [attribute("mT")])
+
+
+@register(
+    "movedim", "torch.movedim", torch.Tensor.movedim, torch.moveaxis, tensor_method("moveaxis")
+)
+def movedim(ctx, op, input, source, destination):
+    m = ctx.meta(input)
+    src = (source,) if isinstance(source, (int, torch.SymInt)) else tuple(source)
+    dst = (destination,) if isinstance(destination, (int, torch.SymInt)) else tuple(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(
+            "movedim: Invalid source or destination dims: source "
+            f"({list(src)} dims) should contain the same number of dims as destination "
+            f"({list(dst)} dims)"
+        )
+    src, dst = norm_dims(src, m.ndim), norm_dims(dst, m.ndim)
+    perm = [-1] * m.ndim
+    for s, d in zip(src, dst):
+        perm[d] = s
+    rest = iter(i for i in range(m.ndim) if i not in src)
+    perm = [p if p != -1 else next(rest) for p in perm]
+    return ctx.emit(op, (input, src, dst), {}, permuted(ctx, m, perm))
+
+
+# -- expand -----------------------------------------------------------------------------
+
+
+def expand_geometry(ctx, m, sizes) -> tuple:
+    """Shape and strides of ``m`` expanded to ``sizes`` (``-1`` keeps a dim)."""
+    if len(sizes) < m.ndim:
+        raise RuntimeError(
+            f"expand(torch.FloatTensor{{{shown(ctx, m.shape)}}}, size={shown(ctx, sizes)}): the "
+            f"number of sizes provided ({len(sizes)}) must be greater or equal to the number of "
+            f"dimensions in the tensor ({m.ndim})"
+        )
+    st = strides_of(m)
+    lead = len(sizes) - m.ndim
+    shape, strides = [], []
+    for i, t in enumerate(sizes):
+        if i < lead:
+            if type(t) is int and t < 0:
+                raise RuntimeError(
+                    f"The expanded size of the tensor ({t}) isn't allowed in a leading, "
+                    f"non-existing dimension {i}"
+                )
+            shape.append(t)
+            strides.append(0)
+            continue
+        size, stride = m.shape[i - lead], st[i - lead]
+        if type(t) is int and t == -1:
+            shape.append(size)
+            strides.append(stride)
+            continue
+        if not expand_dim(ctx, size, t, lambda i=i: (i, sizes, m.shape)):
+            shape.append(size)
+            strides.append(stride)
+            continue
+        if type(t) is int and t < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {t}: {sizes}")
+        shape.append(t)
+        # 1 -> t: stride 0, except that eager keeps the stride when t is 1 too
+        strides.append(E.mul(stride, eq_indicator(t)))
+    return tuple(shape), tuple(strides)
+
+
+def expand_dim(ctx, size, target, where) -> bool:
+    """Is a dim of ``size`` expanded to ``target`` (``size`` is 1)? False when
+    they are equal; eager's error when neither holds."""
+    if size is target or ctx.known(L.eq(size, target)) is True:
+        return False
+    if ctx.known(L.eq(size, 1)) is True:
+        return True
+    if ctx.has_hint(size) and ctx.has_hint(target):
+        if ctx.env.hint(size) == ctx.env.hint(target):
+            return not ctx.guard(L.eq(size, target))
+        if ctx.env.hint(size) == 1:
+            return ctx.guard(L.eq(size, 1))
+        i, sizes, shape = where()
+        raise RuntimeError(
+            f"The expanded size of the tensor ({show(ctx, target)}) must match the existing "
+            f"size ({show(ctx, size)}) at non-singleton dimension {i}.  Target sizes: "
+            f"{shown(ctx, sizes)}.  Tensor sizes: {shown(ctx, shape)}"
+        )
+    ctx.check(L.eq(size, target), "expand: sizes must match (the dim is not known to be 1)")
+    return False
+
+
+def _expand(ctx, op, input, sizes, args):
+    m = ctx.meta(input)
+    shape, strides = expand_geometry(ctx, m, sym_tuple(ctx, (tuple(sizes),)))
+    return ctx.emit(op, args, {}, view_meta(ctx, m, shape, strides))
+
+
+@register("expand", "torch.Tensor.expand")
+def expand(ctx, op, input, *size, implicit=False, **kw):
+    sizes = _size_arg((kw.pop("size"),) if "size" in kw else size)
+    return _expand(ctx, op, input, sizes, (input, sizes))
+
+
+@register("expand_as", "torch.Tensor.expand_as")
+def expand_as(ctx, op, input, other):
+    return _expand(ctx, op, input, ctx.meta(other).shape, (input, other))
+
+
+@register("broadcast_to", "torch.broadcast_to", torch.Tensor.broadcast_to)
+def broadcast_to(ctx, op, input, size):
+    return _expand(ctx, op, input, tuple(size), (input, tuple(size)))
+
+
+# -- squeeze / unsqueeze ----------------------------------------------------------------------
+
+
+@register("squeeze", "torch.squeeze", torch.Tensor.squeeze)
+def squeeze(ctx, op, input, dim=None):
+    m = ctx.meta(input)
+    if dim is None:
+        dims = range(m.ndim)
+    elif isinstance(dim, (int, torch.SymInt)):
+        dims = (norm_dim(dim, m.ndim),) if m.ndim else ()
+    else:
+        dims = norm_dims(dim, m.ndim) if m.ndim else ()
+    # eager's result rank depends on which sizes are 1: decided, or guarded
+    drop = {d for d in dims if decide(ctx, L.eq(m.shape[d], 1), expect=False)}
+    st = strides_of(m)
+    keep = [i for i in range(m.ndim) if i not in drop]
+    out = view_meta(ctx, m, [m.shape[i] for i in keep], [st[i] for i in keep])
+    if dim is None:
+        args = (input,)
+    elif isinstance(dim, (int, torch.SymInt)):
+        args = (input, norm_dim(dim, m.ndim))
+    else:
+        args = (input, tuple(norm_dim(d, m.ndim) for d in dim))
+    return ctx.emit(op, args, {}, out)
+
+
+def unsqueezed(m, shape, strides, d):
+    """Shape and strides with a size-1 dim inserted at ``d`` (eager's stride rule)."""
+    stride = 1 if d >= len(shape) else E.mul(shape[d], strides[d])
+    return (*shape[:d], 1, *shape[d:]), (*strides[:d], stride, *strides[d:])
+
+
+@register("unsqueeze", "torch.unsqueeze", torch.Tensor.unsqueeze)
+def unsqueeze(ctx, op, input, dim):
+    m = ctx.meta(input)
+    d = norm_dim(dim, m.ndim + 1)
+    shape, strides = unsqueezed(m, m.shape, strides_of(m), d)
+    return ctx.emit(op, (input, d), {}, view_meta(ctx, m, shape, strides))
+
+
+# -- narrow / select ------------------------------------------------------------------------
+
+
+def check_index(ctx, index, size, what):
+    """``-size <= index < size``, decided, guarded or asserted; ``what(i, n)``
+    builds eager's IndexError message. Returns the index wrapped to ``[0, size)``."""
+    if type(index) is int and index >= 0:
+        ok = decide(ctx, L.lt(index, size), msg="index in bounds")
+        wrapped = index
+    elif type(index) is int:
+        ok = decide(ctx, L.ge(E.add(size, index), 0), msg="index in bounds")
+        wrapped = E.add(size, index)
+    elif decide(ctx, L.ge(index, 0)):
+        ok = decide(ctx, L.lt(index, size), msg="index in bounds")
+        wrapped = index
+    else:
+        ok = decide(ctx, L.ge(E.add(size, index), 0), msg="index in bounds")
+        wrapped = E.add(size, index)
+    if not ok:
+        raise IndexError(what(show(ctx, index), show(ctx, size)))
+    return wrapped
+
+
+@register("select", "torch.select", torch.Tensor.select)
+def select(ctx, op, input, dim, index):
+    m = ctx.meta(input)
+    if m.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = norm_dim(dim, m.ndim)
+    check_index(
+        ctx,
+        ctx.sym(index),
+        m.shape[d],
+        lambda i, n: (
+            f"select(): index {i} out of range for tensor of size "
+            f"{shown(ctx, m.shape)} at dimension {d}"
+        ),
+    )
+    st = strides_of(m)
+    shape = m.shape[:d] + m.shape[d + 1 :]
+    return ctx.emit(op, (input, d, index), {}, view_meta(ctx, m, shape, st[:d] + st[d + 1 :]))
+
+
+@register("narrow", "torch.narrow", torch.Tensor.narrow)
+def narrow(ctx, op, input, dim, start, length):
+    m = ctx.meta(input)
+    if m.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if isinstance(start, torch.Tensor):
+        raise NotImplementedError("narrow with a tensor start is not supported while tracing")
+    d = norm_dim(dim, m.ndim)
+    size = m.shape[d]
+    s, n = ctx.sym(start), ctx.sym(length)
+    if not decide(ctx, L.ge(n, 0)):
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if not (decide(ctx, L.ge(s, E.neg(size))) and decide(ctx, L.le(s, size))):
+        raise IndexError(
+            f"start out of range (expected to be in range of [{-show(ctx, size)}, "
+            f"{show(ctx, size)}], but got {show(ctx, s)})"
+        )
+    if not decide(ctx, L.ge(s, 0)):
+        s = E.add(s, size)
+    if not decide(ctx, L.le(E.add(s, n), size)):
+        raise RuntimeError(
+            f"start ({show(ctx, s)}) + length ({show(ctx, n)}) exceeds dimension size "
+            f"({show(ctx, size)})."
+        )
+    shape = (*m.shape[:d], n, *m.shape[d + 1 :])
+    return ctx.emit(op, (input, d, start, length), {}, view_meta(ctx, m, shape, strides_of(m)))
+
+
+# -- copies -------------------------------------------------------------------------------------
+
+
+@register("contiguous", "torch.Tensor.contiguous")
+def contiguous(ctx, op, input, memory_format=torch.contiguous_format):
+    """Row-major strides. Eager returns the input itself when it is already
+    contiguous, whose strides can differ from row-major ones only at size-1
+    dims (or when it is empty); deciding that would guard every dynamic size
+    against 0 and 1, so the trace reports row-major strides there."""
+    m = ctx.meta(input)
+    if memory_format is not torch.contiguous_format:
+        raise NotImplementedError(f"contiguous({memory_format}) is not supported while tracing")
+    return ctx.emit(op, (input,), {}, ctx.out_meta(m.shape, m.dtype, m.device))
+
+
+@register("clone", "torch.clone", torch.Tensor.clone)
+def clone(ctx, op, input, *, memory_format=torch.preserve_format):
+    m = ctx.meta(input)
+    if memory_format is torch.preserve_format:
+        strides = preserve_strides(ctx, m.shape, m.strides)
+    elif memory_format is torch.contiguous_format:
+        strides = None
+    else:
+        raise NotImplementedError(f"clone({memory_format}) is not supported while tracing")
+    kw = {} if memory_format is torch.preserve_format else {"memory_format": memory_format}
+    return ctx.emit(op, (input,), kw, ctx.out_meta(m.shape, m.dtype, m.device, strides))
+
+
+@register("detach", "torch.detach", torch.Tensor.detach)
+def detach(ctx, op, input):
+    m = ctx.meta(input)
+    return ctx.emit(op, (input,), {}, ctx.out_meta(m.shape, m.dtype, m.device, m.strides))
+
+
+# x.data reads like x.detach(); neither result requires grad
+_data = OpDef("data", "torch.Tensor.detach", torch.Tensor.detach, detach.rule)
+detach.differentiable = _data.differentiable = False
+define(_data, [attribute("data")])
+
+
+@register("repeat", "torch.Tensor.repeat")
+def repeat(ctx, op, input, *repeats, **kw):
+    m = ctx.meta(input)
+    repeats = (kw.pop("repeats"),) if "repeats" in kw else repeats
+    reps = sym_tuple(ctx, repeats)
+    if len(reps) < m.ndim:
+        raise RuntimeError(
+            "Number of dimensions of repeat dims can not be smaller than number of dimensions "
+            "of tensor"
+        )
+    for r in reps:
+        if negative(ctx, r):
+            raise RuntimeError(f"Trying to create tensor with negative dimension: {list(reps)}")
+    padded = (1,) * (len(reps) - m.ndim) + tuple(m.shape)
+    shape = tuple(E.mul(a, b) for a, b in zip(padded, reps))
+    return ctx.emit(op, (input, _size_arg(repeats)), {}, ctx.out_meta(shape, m.dtype, m.device))
+
+
+@register("flip", "torch.flip", torch.Tensor.flip)
+def flip(ctx, op, input, *dims, **kw):
+    m = ctx.meta(input)
+    dims = (kw.pop("dims"),) if "dims" in kw else dims
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list, torch.Size)):
+        dims = dims[0]
+    dims = norm_dims(dims, m.ndim) if m.ndim else tuple(norm_dim(d, 0) for d in dims)
+    strides = preserve_strides(ctx, m.shape, m.strides)
+    return ctx.emit(op, (input, dims), {}, ctx.out_meta(m.shape, m.dtype, m.device, strides))
+
+
+@register("roll", "torch.roll", torch.Tensor.roll)
+def roll(ctx, op, input, shifts, dims=()):
+    m = ctx.meta(input)
+    sh = (shifts,) if isinstance(shifts, (int, torch.SymInt)) else tuple(shifts)
+    ds = (dims,) if isinstance(dims, (int, torch.SymInt)) else tuple(dims or ())
+    if not sh:
+        raise RuntimeError("`shifts` required")
+    if len(sh) != (len(ds) if ds else 1):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(sh)}, dims:{len(ds)}")
+    ds = tuple(norm_dim(d, m.ndim) for d in ds)
+    return ctx.emit(op, (input, sh, ds), {}, ctx.out_meta(m.shape, m.dtype, m.device))

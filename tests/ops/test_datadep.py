@@ -1,0 +1,227 @@
+"""Data-dependent sizes: unbacked symbols, runtime asserts, symshape.check.
+
+Every op is traced once and run on several data patterns (including empty
+results), against eager; one trace must serve them all.
+"""
+
+import pytest
+import torch
+from harness import assert_same
+
+import symshape
+from symshape.ir import RuntimeAssertionError
+
+
+def run_all(fn, inputs, *, dynamic=True, max_traces=1):
+    g = symshape.jit(fn, dynamic=dynamic)
+    for i, args in enumerate(inputs):
+        assert_same(g(*args), fn(*args), where=f"{fn.__name__} input {i}")
+    assert g.stats.compiles <= max_traces, g.stats.recompile_reasons
+    for e in g.traces():
+        e.computation.lint()
+    return g
+
+
+def patterns(n=6):
+    """Vectors with 0, 1, some and all positive entries, and other lengths."""
+    return [
+        torch.tensor([-1.0, -2.0, -0.5, -3.0, -1.0, -4.0]),
+        torch.tensor([-1.0, 2.0, -0.5, -3.0, -1.0, -4.0]),
+        torch.tensor([1.0, -2.0, 0.5, -3.0, 1.0, 4.0]),
+        torch.ones(6),
+        torch.randn(9),
+        torch.randn(1),
+    ][:n]
+
+
+def test_maskrcnn_nonzero_index_sum():
+    def f(a):
+        i = a.nonzero().squeeze(1)
+        return a[i].sum()
+
+    g = run_all(f, [(x,) for x in patterns()])
+    assert "u0, t0 = _nonzero(a)" in str(g.traces()[0].computation)
+
+
+def test_nonzero_forms():
+    mats = [torch.randn(3, 4).relu(), torch.zeros(2, 5), torch.ones(1, 1), torch.randn(4, 2)]
+    run_all(lambda x: torch.nonzero(x), [(x,) for x in mats])
+    run_all(lambda x: x.nonzero(as_tuple=True), [(x,) for x in mats])
+    run_all(lambda x: torch.where(x > 0), [(x,) for x in mats])
+    run_all(lambda x: torch.argwhere(x), [(x,) for x in mats])
+    run_all(lambda x: x.nonzero().shape[0] * 2 + x.sum(), [(x,) for x in mats])
+
+
+def test_mask_indexing_compiles_once_over_twenty_inputs():
+    def f(x):
+        y = x[x > 0]
+        return y.sum() * y.shape[0]
+
+    gen = torch.Generator().manual_seed(0)
+    inputs = [
+        (torch.randn(int(n), generator=gen) - 0.3 * (i % 3),)
+        for i, n in enumerate(torch.randint(1, 50, (20,), generator=gen))
+    ]
+    inputs[3] = (-torch.ones(7),)
+    g = run_all(f, inputs)
+    assert g.stats.compiles == 1 and g.stats.cache_hits == 19
+
+
+def test_mask_indexing_2d_and_masked_select():
+    mats = [torch.randn(3, 4), -torch.ones(2, 3), torch.randn(5, 1)]
+    run_all(lambda x: x[x.sum(1) > 0], [(x,) for x in mats])
+    run_all(lambda x: x[x > 0.2], [(x,) for x in mats])
+    run_all(
+        lambda x, m: torch.masked_select(x, m), [(x, torch.randn(x.shape[1]) > 0) for x in mats]
+    )
+
+
+def test_unique_and_unique_consecutive():
+    data = [
+        torch.tensor([3, 1, 2, 3, 1]),
+        torch.tensor([5, 5, 5]),
+        torch.arange(7),
+        torch.tensor([2]),
+    ]
+    run_all(lambda x: torch.unique(x), [(x,) for x in data])
+    run_all(
+        lambda x: torch.unique(x, return_inverse=True, return_counts=True), [(x,) for x in data]
+    )
+    run_all(lambda x: x.unique(sorted=True, return_counts=True), [(x,) for x in data])
+    run_all(lambda x: torch.unique_consecutive(x, return_counts=True), [(x,) for x in data])
+    rows = [
+        torch.tensor([[1, 2], [1, 2], [0, 1]]),
+        torch.tensor([[4, 4]]),
+        torch.tensor([[1, 0], [0, 1]]),
+    ]
+    run_all(lambda x: torch.unique(x, dim=0, return_inverse=True), [(x,) for x in rows])
+
+
+def test_repeat_interleave():
+    reps = [torch.tensor([1, 0, 3]), torch.tensor([0, 0, 0]), torch.tensor([2, 2, 2])]
+    run_all(lambda x, r: torch.repeat_interleave(x, r), [(torch.randn(3), r) for r in reps])
+    run_all(lambda x, r: x.repeat_interleave(r, dim=0), [(torch.randn(3, 2), r) for r in reps])
+    run_all(lambda r: torch.repeat_interleave(r), [(r,) for r in reps])
+    run_all(lambda x: x.repeat_interleave(2, dim=1), [(torch.randn(n, 3),) for n in (2, 5, 1)])
+
+
+def test_bincount():
+    data = [torch.tensor([0, 1, 1, 4]), torch.tensor([2]), torch.tensor([0, 0, 7, 3, 3])]
+    run_all(lambda x: torch.bincount(x), [(x,) for x in data])
+    run_all(lambda x: torch.bincount(x, minlength=6), [(x,) for x in data])
+    run_all(lambda x, w: x.bincount(weights=w), [(x, torch.rand(len(x))) for x in data])
+
+
+def test_item_and_tolist():
+    def f(x, idx):
+        k = idx.sum().item()
+        return x[:k] * 2, k + 1
+
+    run_all(
+        f,
+        [
+            (torch.randn(8), torch.tensor([1, 2])),
+            (torch.randn(8), torch.tensor([0, 0])),
+            (torch.randn(8), torch.tensor([4, 4])),
+        ],
+    )
+
+    def g(x):
+        s = x.sum().item()  # a float read from data: used, never decided on
+        return x * s + 1
+
+    run_all(g, [(torch.randn(4),), (torch.randn(7),)])
+
+    def h(x, lengths):
+        a, b = lengths.tolist()
+        return x[:a].sum() + x[:b].sum()
+
+    run_all(h, [(torch.randn(6), torch.tensor([1, 3])), (torch.randn(6), torch.tensor([0, 6]))])
+
+
+def test_topk_needs_a_check_and_then_compiles_once():
+    def prog(scores, t, k):
+        n = (scores > t).sum().item()
+        return scores.topk(min(n, k)).values
+
+    with pytest.raises(symshape.DataDependentError) as e:
+        symshape.jit(prog, dynamic=True)(torch.randn(10), 0.5, 3)
+    msg = str(e.value)
+    assert "min(n, k)" in msg and "symshape.check(" in msg and "test_datadep.py" in msg
+
+    def fixed(scores, t, k):
+        n = (scores > t).sum().item()
+        symshape.check(n <= k)
+        return scores.topk(min(n, k)).values
+
+    s = torch.randn(12)
+    run_all(fixed, [(s, t, 12) for t in (-5.0, -1.0, 0.0, 0.3, 1.0, 5.0)])
+
+
+def test_violated_runtime_assert_names_condition_line_and_values():
+    def f(x):
+        n = (x > 0).sum().item()
+        symshape.check(n <= 2, "at most two positives")
+        return x * n
+
+    g = symshape.jit(f, dynamic=True)
+    g(torch.tensor([1.0, -1.0, -1.0]))
+    with pytest.raises(RuntimeAssertionError) as e:
+        g(torch.tensor([1.0, 1.0, 1.0]))
+    msg = str(e.value)
+    assert (
+        "<= 2" in msg
+        and "= 3" in msg
+        and "at most two positives" in msg
+        and "test_datadep.py" in msg
+    )
+
+
+def test_check_on_backed_sizes_is_a_guard():
+    def f(x):
+        symshape.check(x.shape[0] >= 2)
+        return x[1:] - x[:-1]
+
+    g = symshape.jit(f, dynamic=True)
+    g(torch.randn(4))
+    assert any(">= 2" in s for s in g.traces()[0].guards)
+    with pytest.raises(symshape.CheckError):
+        symshape.jit(f, dynamic=True)(torch.randn(1))
+
+
+def test_check_teaches_the_engine():
+    def f(x):
+        y = x[x > 0]
+        symshape.check(y.shape[0] == x.shape[0] // 2)
+        return y + x[: x.shape[0] // 2]  # broadcast decided by the check: no guard, no assert
+
+    g = symshape.jit(f, dynamic=True)
+    x = torch.tensor([1.0, -1.0, 2.0, -2.0])
+    torch.testing.assert_close(g(x), f(x))
+    assert len(g.traces()[0].computation.asserts) == 1
+
+
+def test_branching_on_unbacked_raises_with_fix():
+    def f(x):
+        n = x.nonzero().shape[0]
+        if n > 3:
+            return x * 2
+        return x
+
+    with pytest.raises(symshape.DataDependentError) as e:
+        symshape.jit(f)(torch.randn(5))
+    assert "symshape.check(" in str(e.value) and "if n > 3" in str(e.value)
+
+
+def test_view_of_unbacked_size_records_an_assert():
+    def f(x):
+        y = x[x > 0]
+        return y.view(-1, 2).sum(1)
+
+    g = symshape.jit(f, dynamic=True)
+    x = torch.tensor([1.0, 2.0, -1.0, 3.0, 4.0])
+    torch.testing.assert_close(g(x), f(x))
+    comp = str(g.traces()[0].computation)
+    assert "_assert_failed" in comp
+    with pytest.raises((RuntimeAssertionError, RuntimeError)):
+        g(torch.tensor([1.0, 2.0, 3.0]))
