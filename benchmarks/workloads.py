@@ -82,3 +82,43 @@ def mlp_inputs(sizes=None) -> list[torch.Tensor]:
 def block_inputs(sizes=None) -> list[torch.Tensor]:
     g = torch.Generator().manual_seed(3)
     return [torch.randn(b, t, 128, generator=g) for b, t in (sizes or block_sizes())]
+
+
+class LM(nn.Module):
+    """A two-layer transformer language model: token and position embeddings,
+    pre-norm blocks (causal attention, GELU MLP), final norm, tied-free head;
+    returns the cross-entropy loss when targets are given."""
+
+    def __init__(
+        self, vocab: int = 97, d: int = 64, heads: int = 4, layers: int = 2, max_len: int = 256
+    ):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Embedding(max_len, d)
+        self.blocks = nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.norm = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, tokens, targets=None):
+        _, T = tokens.shape
+        x = self.tok(tokens) + self.pos(torch.arange(T, device=tokens.device))
+        for b in self.blocks:
+            x = b(x)
+        logits = self.head(self.norm(x))
+        if targets is None:
+            return logits
+        return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1))
+
+
+def lm_batches(n: int = 6, batch: int = 4, vocab: int = 97, seed: int = 4):
+    """(tokens, targets) with sequence lengths that vary and include 1."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = [int(t) for t in torch.randint(2, 48, (n,), generator=g)]
+    lengths[min(2, n - 1)] = 1
+    return [
+        (
+            torch.randint(0, vocab, (batch, t), generator=g),
+            torch.randint(0, vocab, (batch, t), generator=g),
+        )
+        for t in lengths
+    ]

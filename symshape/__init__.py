@@ -5,28 +5,42 @@ f = symshape.jit(fn)            # or @symshape.jit, symshape.jit(model)
 f(x); f.stats; print(f.traces()[-1].computation)
 """
 
-from symshape.ir import RuntimeAssertionError
-from symshape.jit import (
-    DYNAMIC,
-    STATIC,
-    Dim,
-    InputSpecError,
-    JitFunction,
-    JitModule,
-    jit,
-    mark_dynamic,
-    mark_static,
-)
-from symshape.ops import supported_ops
-from symshape.sym import CheckError, DataDependentError, ShapeEnv
-from symshape.trace.check import check
-from symshape.trace.errors import TracingError, UnsupportedOpError
+try:
+    import torch  # noqa: F401
+except ImportError as _e:  # the symbolic engine (symshape.sym) needs no torch
+    _missing = _e
+
+    def __getattr__(name: str):
+        raise ImportError(
+            f"symshape.{name} needs PyTorch (pip install torch==2.13.0); only the symbolic "
+            f"engine, symshape.sym, works without it ({_missing})"
+        )
+
+else:
+    from symshape.ir import RuntimeAssertionError
+    from symshape.jit import (
+        DYNAMIC,
+        STATIC,
+        Dim,
+        InputSpecError,
+        JitFunction,
+        JitModule,
+        jit,
+        mark_dynamic,
+        mark_static,
+    )
+    from symshape.jit.vjp import VJP, vjp
+    from symshape.ops import supported_ops
+    from symshape.sym import CheckError, DataDependentError, ShapeEnv
+    from symshape.trace.check import check
+    from symshape.trace.errors import TracingError, UnsupportedOpError
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DYNAMIC",
     "STATIC",
+    "VJP",
     "CheckError",
     "DataDependentError",
     "Dim",
@@ -42,4 +56,5 @@ __all__ = [
     "mark_dynamic",
     "mark_static",
     "supported_ops",
+    "vjp",
 ]

@@ -63,3 +63,68 @@ def check(fn, make, trace_at, run_at, *, dynamic=True, max_traces=1, atol=1e-5, 
     for e in jf.traces():
         e.computation.lint()
     return jf
+
+
+def _clone(a):
+    if isinstance(a, torch.Tensor):
+        return a.detach().clone().requires_grad_(a.requires_grad)
+    if isinstance(a, (list, tuple)):
+        return type(a)(_clone(x) for x in a)
+    return a
+
+
+def _wants(args):
+    out = []
+    for a in args:
+        if isinstance(a, torch.Tensor) and a.requires_grad:
+            out.append(a)
+        elif isinstance(a, (list, tuple)):
+            out.extend(_wants(a))
+    return out
+
+
+def check_grad(
+    fn, make, trace_at, run_at, *, max_traces=1, atol=1e-6, rtol=1e-5, seed=0, dynamic=True
+):
+    """Like ``check``, and the gradients of every input with requires_grad=True
+    match torch.autograd's (for random output gradients) at every shape."""
+    jf = symshape.jit(fn, dynamic=dynamic)
+    for p in (trace_at, *run_at):
+        torch.manual_seed(seed)
+        args = make(p)
+        ae, aj = _clone(args), _clone(args)
+        torch.manual_seed(seed + 1)
+        oe = fn(*ae)
+        torch.manual_seed(seed + 1)
+        oj = jf(*aj)
+        where = f"{getattr(fn, '__name__', 'fn')} at {p}"
+        assert_same(oj, oe, atol, rtol, where=where)
+        le = [o for o in pytree.tree_leaves(oe) if isinstance(o, torch.Tensor) and o.requires_grad]
+        lj = [o for o in pytree.tree_leaves(oj) if isinstance(o, torch.Tensor) and o.requires_grad]
+        assert len(le) == len(lj), f"{where}: {len(lj)} outputs need grad, eager has {len(le)}"
+        if not le:
+            continue
+        gen = torch.Generator().manual_seed(seed + 2)
+        gouts = [torch.randn(o.shape, dtype=o.dtype, generator=gen) for o in le]
+        we, wj = _wants(ae), _wants(aj)
+        ge = torch.autograd.grad(le, we, gouts, allow_unused=True)
+        gj = torch.autograd.grad(lj, wj, gouts, allow_unused=True)
+        for i, (a, b, x) in enumerate(zip(gj, ge, we)):
+            a = torch.zeros_like(x) if a is None else a
+            b = torch.zeros_like(x) if b is None else b
+            torch.testing.assert_close(
+                a,
+                b,
+                atol=atol,
+                rtol=rtol,
+                msg=lambda m, i=i, where=where: f"{where}: grad {i}: {m}",
+            )
+    n = len(jf.traces())
+    assert n <= max_traces, (
+        f"{n} traces (expected at most {max_traces}): {jf.stats.recompile_reasons}"
+    )
+    for e in jf.traces():
+        e.computation.lint()
+        if e.backward is not None:
+            e.backward.lint()
+    return jf

@@ -68,7 +68,7 @@ class TraceEntry:
         self._t = traced
         self.prologue = traced.prologue
         self.computation = traced.computation
-        self.backward = None
+        self.backward = traced.backward
         self.check = traced.prologue.fn
         self.run = traced.run
         self.spec = traced.out_spec

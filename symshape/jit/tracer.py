@@ -12,6 +12,7 @@ import torch
 import torch.utils._pytree as pytree
 from torch import nn
 
+from symshape.autograd import build_backward, make_function
 from symshape.ir import Node, OpRef, Trace, compile_source, compile_trace, cse, dce, iter_vars
 from symshape.ir.printer import fmt
 from symshape.jit.prologue import Builder, Prologue
@@ -34,6 +35,7 @@ class Traced:
     env: object
     labels: dict  # Symbol -> what it stands for
     seconds: float
+    backward: object = None  # the backward Trace, when the outputs need gradients
 
 
 def labels_of(fn, args) -> list[str]:
@@ -114,6 +116,9 @@ def trace_call(
         + [v for v in b.float_inputs if id(v) in used]
     )
     trace.doc = f"traced from {getattr(target, '__qualname__', name)}"
+    grad = _autograd(ctx, trace, output, out_spec, name)
+    if grad is not None:
+        out_spec = grad.spec
     _simplify_metas(trace, ctx.env)
     trace.lint()
 
@@ -156,8 +161,79 @@ def trace_call(
     explain = compile_source(explain_src, "explain", b.globals, f"explain {name}")
     prologue = Prologue(src, pro, b.checks, explain)
     run = compile_trace(trace)
+    backward = None
+    if grad is not None:
+        _simplify_metas(grad.backward.trace, env)
+        backward = grad.backward.trace
+        fn = make_function(
+            name.title().replace("_", ""),
+            run,
+            compile_trace(backward),
+            grad.n_out,
+            len(grad.backward.saved),
+            grad.diff_out,
+            [trace.inputs.index(v) for v in grad.inputs],
+            len(trace.inputs),
+        )
+        run = fn.apply
     labels_map = {i.symbol: i.label for i in env.symbols}
-    return Traced(prologue, trace, run, out_spec, guards, env, labels_map, time.perf_counter() - t0)
+    return Traced(
+        prologue, trace, run, out_spec, guards, env, labels_map, time.perf_counter() - t0, backward
+    )
+
+
+@dataclass
+class _Grad:
+    backward: object
+    spec: object
+    n_out: int
+    diff_out: list
+    inputs: list
+
+
+def _requires_grad(v) -> bool:
+    from symshape.ir import TensorMeta, Var
+
+    return type(v) is Var and isinstance(v.meta, TensorMeta) and v.meta.requires_grad
+
+
+def _autograd(ctx, trace: Trace, output, out_spec, name: str) -> _Grad | None:
+    """When the outputs need gradients, build the backward trace and make the
+    forward also return what it saves (tensors, then sizes)."""
+    if not torch.is_grad_enabled():
+        return None
+    inputs = [v for v in trace.inputs if _requires_grad(v)]
+    if not inputs:
+        return None
+    if out_spec is None:
+        leaves, spec = pytree.tree_flatten(output)
+    else:
+        leaves, spec = list(output), out_spec
+    diff_out = [i for i, v in enumerate(leaves) if _requires_grad(v)]
+    if not diff_out:
+        return None
+    for n in trace.nodes:
+        if n.extra.get("effect") or getattr(n.op, "effect", False):
+            mutated = getattr(n.op, "extra", {}).get("mutates")  # argument positions it writes
+            for v in n.inputs() if mutated is None else iter_vars([n.args[i] for i in mutated]):
+                if _requires_grad(v):
+                    where = n.where.describe() if hasattr(n.where, "describe") else n.where
+                    raise TracingError(
+                        f"`{n.op.name}` changes {v.name} in place in a computation that needs "
+                        f"gradients (at {where}); symshape's backward does not support in-place "
+                        "updates. Write it out of place (y = x + 1 instead of x += 1; torch.where or "
+                        "index_put instead of x[idx] = v), or run this part under torch.no_grad()."
+                    )
+    bw = build_backward(ctx, trace, [leaves[i] for i in diff_out], inputs)
+    sym_vars = []
+    for v in bw.symbols:
+        fv = ctx.sym_vars[v.meta]
+        if ctx.env.info(v.meta).backed and all(fv is not x for x in trace.inputs):
+            trace.inputs.append(fv)  # the prologue passes it; the forward hands it on
+        sym_vars.append(fv)
+    trace.output = (*leaves, *bw.saved, *sym_vars)
+    trace.doc += "\nreturns the outputs, then what the backward saves (tensors, then sizes)"
+    return _Grad(bw, spec, len(leaves), diff_out, inputs)
 
 
 @contextlib.contextmanager

@@ -1,25 +1,25 @@
-"""Layer 4: the op registry and the op families (one module each)."""
+"""Layer 4: the op registry and the op families (one module each).
 
-# Importing a family registers its ops; the order does not matter (a callable
-# claimed by two ops is an error at import).
-from symshape.ops import (  # noqa: F401
-    casts,
-    conv,
-    datadep,
-    elementwise,
-    factories,
-    indexing,
-    joins,
-    linalg,
-    losses,
-    metadata,
-    nn,
-    pooling,
-    reductions,
-    resize,
-    sorting,
-    views,
-)
+Each forward family registers shape rules; each ``*_vjp`` module attaches
+gradient rules to ops that already exist, so every forward family loads
+first. The order within each list does not matter: a callable claimed by two
+ops, or a gradient for an unknown op, is an error at import.
+"""
+
+import importlib
+
 from symshape.ops.registry import BY_NAME, OpDef, lookup, register, supported_ops
 
-__all__ = ["BY_NAME", "OpDef", "lookup", "register", "supported_ops"]
+FAMILIES = (
+    "elementwise", "metadata", "casts", "factories", "reductions", "linalg", "views",
+    "indexing", "joins", "sorting", "datadep", "nn", "conv", "pooling", "resize", "losses",
+)  # fmt: skip
+GRADIENTS = (
+    "elementwise_vjp", "casts_vjp", "factories_vjp", "reductions_vjp", "linalg_vjp",
+    "views_vjp", "indexing_vjp", "joins_vjp", "datadep_vjp", "nn_vjp", "conv_vjp",
+    "pooling_vjp", "resize_vjp", "losses_vjp",
+)  # fmt: skip
+for _module in FAMILIES + GRADIENTS:
+    importlib.import_module(f"symshape.ops.{_module}")
+
+__all__ = ["BY_NAME", "FAMILIES", "GRADIENTS", "OpDef", "lookup", "register", "supported_ops"]

@@ -197,7 +197,10 @@ def repeat_interleave(ctx, op, input, repeats=None, dim=None, *, output_size=Non
     rm = ctx.meta(repeats)
     if rm.ndim > 1:
         raise RuntimeError("repeat_interleave: repeats must be 0-dim or 1-dim tensor")
-    if rm.ndim == 1 and not ctx.known(L.eq(rm.shape[0], 1)):
+    if rm.ndim == 1 and not (
+        ctx.guard_or(L.eq(rm.shape[0], n), False)  # one count per element
+        or ctx.guard_or(L.eq(rm.shape[0], 1), False)  # one count for all
+    ):
         ctx.check(L.eq(rm.shape[0], n), "repeats must have the same size as input along dim")
     u = ctx.unbacked(f"repeat_interleave({_name(input)}).size({d})", min=0)
     out = shape[:d] + (u,) + shape[d + 1 :]

@@ -16,7 +16,7 @@ from symshape.ops.registry import REGISTRY, OpDef, define, register, tensor_meth
 
 # name -> type promotion kind (as torch's ELEMENTWISE_TYPE_PROMOTION_KIND)
 UNARY = {
-    "abs": "DEFAULT", "neg": "DEFAULT", "negative": "DEFAULT", "sign": "DEFAULT",
+    "abs": "DEFAULT", "sgn": "DEFAULT", "neg": "DEFAULT", "negative": "DEFAULT", "sign": "DEFAULT",
     "relu": "DEFAULT", "floor": "DEFAULT", "ceil": "DEFAULT", "round": "DEFAULT",
     "trunc": "DEFAULT", "frac": "DEFAULT", "square": "BOOL_TO_LONG", "positive": "DEFAULT",
     "bitwise_not": "DEFAULT", "conj": "DEFAULT", "fix": "DEFAULT",

@@ -1,5 +1,5 @@
 """Losses: ``cross_entropy``, ``nll_loss``, ``mse_loss``, ``l1_loss``,
-``smooth_l1_loss``, ``binary_cross_entropy_with_logits``.
+``smooth_l1_loss``, ``binary_cross_entropy(_with_logits)``.
 
 Each is emitted as the C builtin F calls, with the reduction as its enum
 (``none`` 0, ``mean`` 1, ``sum`` 2). With ``reduction='none'`` the result
@@ -334,3 +334,45 @@ def _f_bce_with_logits(
     )
     op = binary_cross_entropy_with_logits
     return op.rule(ctx, op, input, target, weight, pos_weight, r)
+
+
+@register("binary_cross_entropy", "torch._C._nn.binary_cross_entropy")
+def binary_cross_entropy(ctx, op, input, target, weight=None, reduction=1):
+    m = ctx.meta(input)
+    for t in (target, weight):
+        if t is not None:
+            same_sizes(
+                ctx,
+                ctx.meta(t).shape,
+                m.shape,
+                lambda t=t: RuntimeError(
+                    f"The size of tensor a ({show(ctx, ctx.meta(t).shape)}) must match the size "
+                    f"of tensor b ({show(ctx, m.shape)})"
+                ),
+            )
+    args = (input, target, weight, reduction)
+    return ctx.emit(op, args, {}, out(ctx, _reduced(m.shape, reduction), m.dtype, input))
+
+
+def _bce_weighted(input, target, weight, reduction):
+    # F.binary_cross_entropy expands the weight to the target's size
+    return torch._C._nn.binary_cross_entropy(input, target, weight.expand_as(target), reduction)
+
+
+@functional(F.binary_cross_entropy, "binary_cross_entropy")
+def _f_bce(ctx, op, input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    r = _reduction_enum(size_average, reduce, reduction)
+    a, b = ctx.meta(input), ctx.meta(target)
+    same_sizes(
+        ctx,
+        b.shape,
+        a.shape,
+        lambda: ValueError(
+            f"Using a target size (torch.Size({show(ctx, b.shape)})) that is different to the "
+            f"input size (torch.Size({show(ctx, a.shape)})) is deprecated. Please ensure they "
+            "have the same size."
+        ),
+    )
+    if weight is not None:
+        return decompose(ctx, _bce_weighted, input, target, weight, r)
+    return binary_cross_entropy.rule(ctx, binary_cross_entropy, input, target, None, r)

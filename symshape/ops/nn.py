@@ -21,6 +21,7 @@ numbers (never merged by CSE).
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 
@@ -305,6 +306,9 @@ def batch_norm(
     return ctx.emit(op, args, {}, out(ctx, m.shape, m.dtype, input), effect=effect)
 
 
+batch_norm.extra["mutates"] = (3, 4)  # the running statistics (what the jit checks for autograd)
+
+
 @functional(F.batch_norm, "batch_norm")
 def _f_batch_norm(
     ctx,
@@ -368,6 +372,9 @@ def instance_norm(
     return ctx.emit(
         op, (*args, cudnn_enabled), {}, out(ctx, m.shape, m.dtype, input), effect=effect
     )
+
+
+instance_norm.extra["mutates"] = (3, 4)
 
 
 @functional(F.instance_norm, "instance_norm")
@@ -456,7 +463,74 @@ def _dropout_kernel(ctx, op, input, p, train):
     m = ctx.meta(input)
     if not train:
         return input  # eager returns the input itself
+    if torch.is_grad_enabled() and m.requires_grad:
+        return _dropout_with_grad(ctx, op.name, input, p)
     return ctx.emit(op, (input, p, True), {}, out(ctx, m.shape, m.dtype, input))
+
+
+_ALPHA = 1.7580993408473766  # SELU's alpha * scale: alpha dropout's negative saturation
+
+
+def dropout_noise(input, p, feature, alpha):
+    """Eager's dropout off the GPU (``at::_dropout_impl``), also returning the noise the
+    input is multiplied by, which the gradient multiplies by too. It draws the same
+    random numbers in the same order as ``torch.dropout``: results match eager's."""
+    if input.numel() == 0:
+        return input, input.new_zeros(_noise_shape(input.shape, p, feature))
+    if p == 1:
+        noise = torch.zeros((), dtype=input.dtype, device=input.device)
+        return input * noise, noise
+    if feature:  # one draw per (sample, channel)
+        noise = input.new_empty(_noise_shape(input.shape, p, feature))
+    else:
+        noise = torch.empty_like(input)
+    noise.bernoulli_(1 - p)
+    if not alpha:
+        noise.div_(1 - p)
+        return input * noise, noise
+    a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
+    b = noise.add(-1).mul_(_ALPHA * a).add_(_ALPHA * a * p)
+    noise.mul_(a)
+    return (input * noise).add_(b), noise
+
+
+def _noise_shape(shape, p, feature: bool) -> tuple:
+    if p == 1:
+        return ()
+    return (*shape[:2], *(1,) * (len(shape) - 2)) if feature else tuple(shape)
+
+
+@register("dropout_noise", "symshape.ops.nn.dropout_noise", random=True)
+def _dropout_noise(ctx, op, input, p, feature=False, alpha=False):
+    m = ctx.meta(input)
+    noise = out(ctx, _noise_shape(m.shape, p, feature), m.dtype, input)
+    metas = (out(ctx, m.shape, m.dtype, input), noise)
+    return ctx.emit(op, (input, p, feature, alpha), {}, metas)
+
+
+@register("native_dropout", "torch.native_dropout", random=True)
+def native_dropout(ctx, op, input, p, train):
+    m = ctx.meta(input)
+    metas = (out(ctx, m.shape, m.dtype, input), out(ctx, m.shape, torch.bool, input))
+    return ctx.emit(op, (input, p, train), {}, metas)
+
+
+def _dropout_with_grad(ctx, name: str, input, p):
+    """Dropout whose gradient is needed: the op also returns what it multiplied by.
+    Eager's GPU dropout is the fused ``native_dropout`` (returning its mask)."""
+    m = ctx.meta(input)
+    if p == 0:
+        return input
+    feature, alpha = name.startswith("feature"), "alpha" in name
+    if feature and m.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    if name == "dropout" and m.device.type in _FUSED_DROPOUT and p < 1:
+        return native_dropout.rule(ctx, native_dropout, input, p, True)[0]
+    return _dropout_noise.rule(ctx, _dropout_noise, input, p, feature, alpha)[0]
+
+
+# at::dropout's is_fused_kernel_acceptable: the devices where eager runs native_dropout
+_FUSED_DROPOUT = ("cuda", "xpu", "lazy", "privateuseone")
 
 
 def _dropout_kernel_(ctx, op, input, p, train):
@@ -522,7 +596,16 @@ def dropout1d(ctx, op, input, p=0.5, training=True, inplace=False):
         )
     if not training:
         return input
+    if torch.is_grad_enabled() and m.requires_grad:  # F.dropout1d's body, with gradients
+        return decompose(ctx, _dropout1d, input, p)
     return ctx.emit(op, (input, p, True), {}, out(ctx, m.shape, m.dtype, input))
+
+
+def _dropout1d(input, p):
+    batched = input.dim() == 3
+    x = input if batched else input.unsqueeze(0)
+    r = torch.feature_dropout(x, p, True)
+    return r if batched else r.squeeze(0)
 
 
 # -- attention --------------------------------------------------------------------------

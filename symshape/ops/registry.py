@@ -33,7 +33,8 @@ class OpDef:
     tags: frozenset = frozenset()
     effect: bool = False  # mutates an input or has side effects: never removed
     random: bool = False  # draws random numbers: never merged by CSE
-    vjp: Callable | None = None
+    vjp: Callable | None = None  # the gradient rule (symshape.ops.grad)
+    differentiable: bool = True  # False: outputs never carry a gradient
     extra: dict = field(default_factory=dict)
 
     def __repr__(self) -> str:

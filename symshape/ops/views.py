@@ -209,15 +209,48 @@ def infer_size(ctx, sizes, total) -> tuple:
     return tuple(sizes)
 
 
-def view_strides(ctx, old, old_strides, new):
+def generic(ctx, cond) -> bool | None:
+    """``cond`` decided for *generic* sizes: every size that could be 0 or 1 is
+    taken to be at least 2 (``s -> s + 2``). True/False only when that holds for
+    every such size; None otherwise. Used where eager's size-1 branches change
+    nothing but the strides of size-1 dimensions (PyTorch's "size-oblivious")."""
+    r = ctx.known(cond)
+    if r is not None or type(cond) is bool:
+        return r
+    shift = {}
+    for sym in cond.free_symbols:
+        if ctx.env.bounds(sym).lo < 2:
+            shift[sym] = E.add(sym, 2)
+    return ctx.known(E.substitute(cond, shift)) if shift else None
+
+
+def view_strides(ctx, old, old_strides, new, exact: bool = True):
     """ATen's computeStride: strides viewing ``old`` as ``new``, or None when
-    a view cannot express it. Every comparison is decided or guarded."""
+    a view cannot express it. Decided for generic sizes first (no guard: if
+    the view exists when every size is at least 2, it exists for sizes 0 and 1
+    too); a negative answer is re-derived exactly, with guards, only when
+    ``exact`` (``view`` must succeed wherever eager's does; ``reshape`` copies
+    instead, and at run time eager's reshape makes the same values either way)."""
     if old_strides is None:
         return contiguous_strides(new)
+    r = _view_strides(ctx, old, old_strides, new, generic_first=True)
+    if r is None and exact:
+        r = _view_strides(ctx, old, old_strides, new, generic_first=False)
+    return r
+
+
+def _view_strides(ctx, old, old_strides, new, generic_first: bool):
     if not old:
         return (1,) * len(new)
+
+    def g(cond) -> bool:
+        if generic_first:
+            r = generic(ctx, cond)
+            if r is not None:
+                return r
+        return ctx.guard(cond)
+
     total = numel(old)
-    g = ctx.guard
     if g(L.eq(total, 0)):
         if len(old) == len(new) and all(g(L.eq(a, b)) for a, b in zip(old, new)):
             return tuple(old_strides)
@@ -247,7 +280,7 @@ def _reshape(ctx, m, sizes, must_view: bool, checked: bool = False):
     """``m`` viewed (or, unless ``must_view``, copied) to ``sizes``; ``checked``:
     the sizes are known to hold ``m``'s elements and have no ``-1``."""
     shape = tuple(sizes) if checked else infer_size(ctx, sizes, numel(m.shape))
-    strides = view_strides(ctx, m.shape, m.strides, shape)
+    strides = view_strides(ctx, m.shape, m.strides, shape, exact=must_view)
     if strides is None:
         if must_view:
             raise RuntimeError(

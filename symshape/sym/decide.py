@@ -10,13 +10,15 @@ replacements, then tries, cheapest first:
 3. for floor divisions, bounds after ``x // n -> (x - x % n) / n``;
 4. divisibility (``e == 0`` is false when ``e = 2*x + 1``, or when ``x % 8 == 0``
    and ``e = x - 3``);
-5. each stored relation ``f <= 0``: if ``mu*e - lam*f <= 0`` by bounds, so is e.
+5. each stored relation ``f <= 0``: if ``mu*e - lam*f <= 0`` by bounds, so is e;
+6. for ``max``/``min`` terms, cases: ``max(a, b)`` is ``a`` where ``a >= b``, else ``b``.
 
 Nothing here guesses: an answer is True, False, or None (unknown).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from symshape.sym import expr as E
@@ -40,6 +42,7 @@ class Reasoner:
         self._simp_cache: dict = {}
         self._bounds_cache: dict = {}
         self._decide_cache: dict = {}
+        self._div_idx: dict | None = None
 
     # -- simplification -----------------------------------------------------------
     def simplify(self, x):
@@ -55,25 +58,38 @@ class Reasoner:
         t = type(x)
         s = self.simplify
         if t is Symbol:
-            return self.repl.get(x, x)
+            return self.repl.get(x, x)  # b -> 2*a after b == 2*a
         if t is Sum:
-            r = x.const
-            for term, c in x.terms:
-                r = E.add(r, E.scale(s(term), c))
-            return self._rewrite_exact_divisions(r)
+            parts = [(s(term), c) for term, c in x.terms]
+            if any(p is not term for (p, _), (term, _) in zip(parts, x.terms)):
+                const = x.const
+                coeffs: dict = {}
+                for p, c in parts:  # one rebuild, no intermediate sums
+                    pc, pterms = lin(p)
+                    const += c * pc
+                    for u, k in pterms:
+                        coeffs[u] = coeffs.get(u, 0) + c * k
+                return self._rewrite_exact_divisions(E.from_lin(const, coeffs))
+            return self._rewrite_exact_divisions(x)
         if t is Mono:
+            parts = [s(a) for a, _ in x.factors]
+            if all(p is a for p, (a, _) in zip(parts, x.factors)):
+                return x
             r = 1
-            for a, p in x.factors:
-                r = E.mul(r, E.pow_(s(a), p))
+            for p, (_, n) in zip(parts, x.factors):
+                r = E.mul(r, E.pow_(p, n))
             return r
         if t is FloorDiv:
-            return self._simplify_floordiv(E.floordiv(s(x.a), s(x.b)))
+            a, b = s(x.a), s(x.b)
+            return self._simplify_floordiv(x if a is x.a and b is x.b else E.floordiv(a, b))
         if t is Mod:
-            return self._simplify_mod(E.mod(s(x.a), s(x.b)))
+            a, b = s(x.a), s(x.b)
+            return self._simplify_mod(x if a is x.a and b is x.b else E.mod(a, b))
         if t is Max or t is Min:
             return self._simplify_minmax(t, [s(a) for a in x.args])
         if t is Rel:
-            return _rel(x.op, s(x.lhs))
+            lhs = s(x.lhs)
+            return x if lhs is x.lhs else _rel(x.op, lhs)
         if t is And:
             return and_(*(s(a) for a in x.args))
         if t is Or:
@@ -84,6 +100,10 @@ class Reasoner:
         if type(r) is not FloorDiv:
             return r
         a, b = r.a, r.b
+        # (x // m) // n -> x // (m*n) for n >= 1 (constant m and n merge as they are built)
+        nested = type(a) is FloorDiv and (type(b) is not int or type(a.b) is not int)
+        if nested and self._known_le(E.sub(1, b)):
+            return self._simplify_floordiv(E.floordiv(a.a, E.mul(a.b, b)))
         if type(b) is int:
             lo, hi = self.bounds(a)
             if lo not in (INF, -INF) and hi not in (INF, -INF) and lo // b == hi // b:
@@ -126,7 +146,8 @@ class Reasoner:
         if type(r) is not t:
             return r
 
-        def dominates(y, x) -> bool:  # max: x <= y is known; min: x >= y is known
+        # max(x, y) -> y when x <= y is known; min(x, y) -> y when x >= y is known
+        def dominates(y, x) -> bool:
             d = E.sub(x, y) if t is Max else E.sub(y, x)
             return self._known_le(d)
 
@@ -142,33 +163,45 @@ class Reasoner:
         """``k*(x // n) -> (k/n)*(x - c)`` when ``n | k`` and ``x % n == c`` is known."""
         if type(r) is not Sum:
             return r
-        changed = False
-        out = r.const
+        exact = {}
         for t, k in r.terms:
             if type(t) is FloorDiv and type(t.b) is int and k % t.b == 0:
                 g, c = self.modulus(t.a)
                 if g % t.b == 0:
-                    out = E.add(out, E.scale(E.sub(t.a, c % t.b), k // t.b))
-                    changed = True
-                    continue
-            out = E.add(out, E.scale(t, k))
-        return out if changed else r
+                    exact[t] = E.scale(E.sub(t.a, c % t.b), k // t.b)
+        if not exact:
+            return r
+        out = r.const
+        for t, k in r.terms:
+            out = E.add(out, exact[t] if t in exact else E.scale(t, k))
+        return out
 
     # -- divisibility -----------------------------------------------------------
     def modulus(self, x) -> tuple[int, int]:
         """``(g, c)`` such that ``x == c (mod g)`` is known; ``g == 0`` means x == c."""
         if type(x) is int:
             return 0, x
-        whole = self.div.get(x)
         c, terms = lin(x)
         g = 0
         for t, k in terms:
             g = math.gcd(g, k * self._term_modulus(t))
             if g == 1:
                 break
-        if whole is not None and whole > g:
-            return whole, 0
+        # a stored `(x - c + c0) % m == 0`: x == c - c0 (mod m)
+        for c0, m in self._div_index().get(tuple((t.uid, k) for t, k in terms), ()):
+            if m > g:
+                g, c = m, c - c0
         return g, c
+
+    def _div_index(self) -> dict:
+        """The divisibility facts keyed by their non-constant part (uids)."""
+        idx = self._div_idx
+        if idx is None:
+            idx = self._div_idx = {}
+            for x, m in self.div.items():
+                c, terms = lin(x)
+                idx.setdefault(tuple((t.uid, k) for t, k in terms), []).append((c, m))
+        return idx
 
     def _term_modulus(self, t) -> int:
         m = self.div.get(t)
@@ -225,8 +258,8 @@ class Reasoner:
             tt = type(t)
             has_mono |= tt is Mono
             has_fd |= tt is FloorDiv and type(t.b) is int
-        if lo == hi or depth > 1:
-            return lo, hi
+        if lo == hi or depth > 1 or not (has_mono or has_fd) or not _shares_symbols(x):
+            return lo, hi  # terms over disjoint symbols: the interval sum is already exact
         if has_mono:
             shifted = self._shifted_bounds(x)
             if shifted is not None:
@@ -280,15 +313,19 @@ class Reasoner:
         for t, _ in x.terms:
             if type(t) is FloorDiv and type(t.b) is int:
                 lcm = lcm * t.b // math.gcd(lcm, t.b)
-        scaled = lcm * x.const
+        const = lcm * x.const
+        coeffs: dict = {}
         for t, k in x.terms:
             if type(t) is FloorDiv and type(t.b) is int:
                 # only the Mod rewrite itself: a full simplify could decide, which bounds again
                 exact = E.sub(t.a, self._simplify_mod(E.mod(t.a, t.b)))
-                scaled = E.add(scaled, E.scale(exact, k * (lcm // t.b)))
+                k, (c, terms) = k * (lcm // t.b), lin(exact)
             else:
-                scaled = E.add(scaled, E.scale(t, k * lcm))
-        lo, hi = self.bounds(scaled, depth + 1)
+                k, c, terms = k * lcm, 0, ((t, 1),)
+            const += k * c
+            for u, ku in terms:
+                coeffs[u] = coeffs.get(u, 0) + k * ku
+        lo, hi = self.bounds(E.from_lin(const, coeffs), depth + 1)
         lo = -((-lo) // lcm) if lo != -INF else lo
         hi = hi // lcm if hi != INF else hi
         return lo, hi
@@ -334,9 +371,9 @@ class Reasoner:
             return True
         if lo > 0:
             return False
-        if self._implied_le(e):
+        if self._proves_le(e):
             return True
-        if self._implied_le(E.add(E.scale(e, -1), 1)):
+        if self._proves_le(E.add(E.scale(e, -1), 1)):  # not e <= 0 <-> -e + 1 <= 0
             return False
         return None
 
@@ -357,13 +394,51 @@ class Reasoner:
                     return True
                 if f.cond.op == "!=":
                     return False
-        up = self._implied_le(e)
-        down = self._implied_le(E.scale(e, -1))
-        if up and down:
-            return True
-        if self._implied_le(E.add(e, 1)) or self._implied_le(E.add(E.scale(e, -1), 1)):
-            return False
+        if self._proves_le(e) and self._proves_le(E.scale(e, -1)):
+            return True  # e <= 0 and -e <= 0
+        if self._proves_le(E.add(e, 1)) or self._proves_le(E.add(E.scale(e, -1), 1)):
+            return False  # e < 0 or e > 0
         return None
+
+    def _proves_le(self, e) -> bool:
+        """``e <= 0`` from one stored relation, or by cases on its max/min terms."""
+        return self._implied_le(e) or self._le_by_cases(e)
+
+    def _le_by_cases(self, e) -> bool:
+        """``e <= 0`` by cases: a top-level ``max(a1, ..., an)`` term equals the ai
+        that is >= every other argument (``min``: <=). If, for every choice of
+        arguments, ``e`` with the terms replaced is <= 0 given that case's
+        conditions, then ``e <= 0``."""
+        if type(e) is int:
+            return e <= 0
+        split = [(t, k) for t, k in lin(e)[1] if type(t) is Max or type(t) is Min]
+        if not split or len(split) > 2 or sum(len(t.args) for t, _ in split) > 6:
+            return False
+        for choice in itertools.product(*(t.args for t, _ in split)):
+            case = e
+            conds = []  # each f: f <= 0 holds in this case
+            for (t, k), a in zip(split, choice):
+                case = E.add(case, E.scale(E.sub(a, t), k))  # t -> a
+                for b in t.args:
+                    if b is not a:
+                        conds.append(E.sub(b, a) if type(t) is Max else E.sub(a, b))
+            if any(type(f) is int and f > 0 for f in conds):
+                continue  # this case cannot happen
+            if not self._le_given(case, [f for f in conds if type(f) is not int]):
+                return False
+        return True
+
+    def _le_given(self, e, conds) -> bool:
+        """``e <= 0`` by bounds, by one of ``conds`` (each ``f <= 0``) or one stored relation."""
+        if type(e) is int:
+            return e <= 0
+        if self.bounds(e)[1] <= 0:
+            return True
+        for f in conds:
+            for mu, lam in _multipliers(e, f):
+                if self.bounds(E.sub(E.scale(e, mu), E.scale(f, lam)))[1] <= 0:
+                    return True  # mu*e <= lam*f <= 0
+        return self._implied_le(e)
 
     def _implied_le(self, e) -> bool:
         """Is ``e <= 0`` implied by one stored relation and the ranges?"""
@@ -381,6 +456,17 @@ class Reasoner:
                     if self.bounds(d)[1] <= 0:
                         return True
         return False
+
+
+def _shares_symbols(x) -> bool:
+    """Does a symbol occur in two terms of the sum ``x``?"""
+    seen: set = set()
+    for t, _ in x.terms:
+        fs = t.free_symbols
+        if not seen.isdisjoint(fs):
+            return True
+        seen |= fs
+    return False
 
 
 def _multipliers(e, f) -> list[tuple[int, int]]:

@@ -68,7 +68,7 @@ class ShapeEnv:
         self._k = Knowledge(rank=self._rank, backed=self._is_backed)
         self._recorded: list[Guard] = []
         self._asserts: list[RuntimeAssert] = []
-        self._valid: dict[int, int] = {}  # expr uid -> knowledge version it was validated at
+        self._valid: set[int] = set()  # uids of expressions checked by _validate
         self._final: tuple | None = None
 
     # -- symbols -----------------------------------------------------------------
@@ -279,34 +279,37 @@ class ShapeEnv:
 
     # -- validation -----------------------------------------------------------------
     def _validate(self, x) -> None:
-        """Unknown symbols and possibly-zero divisors are errors, never answers."""
-        if self._valid.get(x.uid) == self._k.version:
+        """Unknown symbols and possibly-zero divisors are errors, never answers.
+        Facts only accumulate, so what was valid once stays valid."""
+        valid = self._valid
+        if x.uid in valid:
             return
-        for v in x.free_symbols:
-            if v not in self._info:
-                raise KeyError(f"symbol {v.name} does not belong to this ShapeEnv")
-        self._check_divisors(x)
-        self._valid[x.uid] = self._k.version
-
-    def _check_divisors(self, x) -> None:
-        stack = [x]
-        seen: set[int] = set()
+        stack, seen = [x], []
         while stack:
             n = stack.pop()
-            if type(n) is int or type(n) is bool or n.uid in seen:
+            t = type(n)
+            if t is int or t is bool or n.uid in valid:
                 continue
-            seen.add(n.uid)
-            if type(n) in (FloorDiv, Mod) and type(n.b) is not int:
-                divisor = self._k.simplify(n.b)
-                if self._k.decide(self._k.simplify(E._CMP["ne"](divisor, 0))) is not True:
-                    lo, hi = self._k.bounds(divisor)
-                    op = "//" if type(n) is FloorDiv else "%"
-                    raise SymbolicZeroDivisionError(
-                        f"`{self.describe(n)}`: the divisor `{self.describe(n.b)}` may be zero "
-                        f"(its range is [{_b(lo)}, {_b(hi)}]). Expected a divisor known to be "
-                        f"nonzero; add `check({n.b} != 0)` (or `> 0`) before dividing with `{op}`."
-                    )
+            if t is Symbol:
+                if n not in self._info:
+                    raise KeyError(f"symbol {n.name} does not belong to this ShapeEnv")
+            elif (t is FloorDiv or t is Mod) and type(n.b) is not int:
+                self._check_divisor(n)
+            seen.append(n.uid)
             stack.extend(n.children())
+        valid.update(seen)
+
+    def _check_divisor(self, n) -> None:
+        divisor = self._k.simplify(n.b)
+        if self._k.decide(self._k.simplify(E._CMP["ne"](divisor, 0))) is not True:
+            lo, hi = self._k.bounds(divisor)
+            op = "//" if type(n) is FloorDiv else "%"
+            raise SymbolicZeroDivisionError(
+                f"`{self.describe(n)}`: the divisor `{self.describe(n.b)}` may be zero "
+                f"(its range is [{_b(lo)}, {_b(hi)}]). Expected a divisor known to be "
+                f"nonzero; say so before dividing with `{op}`, e.g. "
+                f"`symshape.check({n.b} != 0)` (or `> 0`)."
+            )
 
     def _data_dependent(self, cond, s, where) -> DataDependentError:
         unbacked = sorted((v for v in s.free_symbols if v not in self._hints), key=str)

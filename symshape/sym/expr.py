@@ -153,9 +153,8 @@ def _intern(cls, key: tuple, **fields) -> Expr:
     if e is None:
         e = object.__new__(cls)
         for k, v in fields.items():
-            object.__setattr__(e, k, v)
-        e.uid = uid = next(_UID)
-        e._hash = uid
+            setattr(e, k, v)
+        e.uid = e._hash = next(_UID)
         e._free = None
         _TABLE[key] = e
     return e
@@ -174,9 +173,12 @@ def _memo_put(key, value):
 
 
 def _int(x) -> IntLike:
-    if type(x) is bool:
+    t = type(x)
+    if t is int or t in _NODES:
+        return x
+    if t is bool:
         return int(x)
-    if isinstance(x, Expr) or type(x) is int:
+    if isinstance(x, Expr):
         return x
     if isinstance(x, int):
         return int(x)
@@ -257,6 +259,7 @@ class Min(Expr):
 
 
 ATOMS = (Symbol, FloorDiv, Mod, Max, Min)
+_NODES = frozenset((*ATOMS, Mono, Sum))
 
 
 def free_symbols(x) -> frozenset[Symbol]:
@@ -285,9 +288,21 @@ def from_lin(const: int, coeffs: Mapping[Expr, int]) -> IntLike:
     if len(items) == 1 and const == 0 and items[0][1] == 1:
         return items[0][0]
     items.sort(key=_uid_of_first)
-    terms = tuple(items)
+    return _sum_sorted(const, tuple(items))
+
+
+def _sum_sorted(const: int, terms: tuple) -> IntLike:
+    """``from_lin`` for nonzero terms already sorted by uid."""
+    if len(terms) == 1 and const == 0 and terms[0][1] == 1:
+        return terms[0][0]
     key = ("+", const, *itertools.chain.from_iterable((t.uid, c) for t, c in terms))
-    return _intern(Sum, key, const=const, terms=terms)
+    e = _TABLE.get(key)
+    if e is None:
+        e = _TABLE[key] = object.__new__(Sum)
+        e.const, e.terms = const, terms
+        e.uid = e._hash = next(_UID)
+        e._free = None
+    return e
 
 
 def _uid_of_first(tc) -> int:
@@ -324,9 +339,9 @@ def add(a: IntLike, b: IntLike) -> IntLike:
         if type(b) is int:
             return a + b
         if a == 0:
-            return b
+            return b  # 0 + x -> x
     elif type(b) is int and b == 0:
-        return a
+        return a  # x + 0 -> x
     if type(a) is int:
         a, b = b, a
     if type(b) is int:
@@ -349,11 +364,15 @@ def scale(x: IntLike, k: int) -> IntLike:
     if type(x) is int:
         return x * k
     if k == 0:
-        return 0
+        return 0  # 0*x -> 0
     if k == 1:
-        return x
-    c, terms = lin(x)
-    return from_lin(c * k, {t: ck * k for t, ck in terms})
+        return x  # 1*x -> x
+    key = ("scale", x.uid, k)
+    r = _MEMO.get(key)
+    if r is None:
+        c, terms = lin(x)  # scaling keeps the uid order
+        r = _memo_put(key, _sum_sorted(c * k, tuple((t, ck * k) for t, ck in terms)))
+    return r
 
 
 def neg(x: IntLike) -> IntLike:
@@ -361,7 +380,23 @@ def neg(x: IntLike) -> IntLike:
 
 
 def sub(a: IntLike, b: IntLike) -> IntLike:
-    return add(a, scale(_int(b), -1))
+    a, b = _int(a), _int(b)
+    if type(b) is int:
+        return add(a, -b)
+    if type(a) is int:
+        return add(scale(b, -1), a)
+    if a is b:
+        return 0  # x - x -> 0
+    key = ("sub", a.uid, b.uid)
+    r = _MEMO.get(key)
+    if r is not None:
+        return r
+    ca, ta = lin(a)
+    cb, tb = lin(b)
+    coeffs = dict(ta)
+    for t, c in tb:
+        coeffs[t] = coeffs.get(t, 0) - c
+    return _memo_put(key, from_lin(ca - cb, coeffs))
 
 
 def mul(a: IntLike, b: IntLike) -> IntLike:
@@ -433,7 +468,7 @@ def floordiv(a: IntLike, b: IntLike) -> IntLike:
         if type(a) is int:
             return a // b
         if b == 1:
-            return a
+            return a  # x // 1 -> x
         if b < 0:
             return floordiv(scale(a, -1), -b)  # a // b == (-a) // (-b)
         key = ("fd", a.uid, b)
@@ -442,9 +477,9 @@ def floordiv(a: IntLike, b: IntLike) -> IntLike:
             r = _memo_put(key, _floordiv_const(a, b))
         return r
     if type(a) is int and a == 0:
-        return 0
+        return 0  # 0 // b -> 0
     if a is b:
-        return 1  # b == 0 would raise, so b // b is 1
+        return 1  # b // b -> 1 (b == 0 would raise, so b // b is 1)
     q, r = _split_multiple(a, b)
     if r is a:
         return _intern(FloorDiv, ("//", _k(a), b.uid), a=a, b=b)
@@ -534,9 +569,9 @@ def mod(a: IntLike, b: IntLike) -> IntLike:
             r = _memo_put(key, _mod_const(a, b))
         return r
     if a is b:
-        return 0
+        return 0  # x % x -> 0
     if type(a) is int and a == 0:
-        return 0
+        return 0  # 0 % b -> 0
     _, r = _split_multiple(a, b)
     if r is not a:
         return mod(r, b)  # (b*q + r) % b -> r % b
@@ -584,7 +619,7 @@ def _minmax(cls, pick, args) -> IntLike:
     for x in args:
         x = _int(x)
         if type(x) is cls:
-            flat.extend(x.args)
+            flat.extend(x.args)  # max(max(a, b), c) -> max(a, b, c)
         else:
             flat.append(x)
     consts = [x for x in flat if type(x) is int]
@@ -594,7 +629,7 @@ def _minmax(cls, pick, args) -> IntLike:
             exprs[x.uid] = x
     items: list[IntLike] = list(exprs.values())
     if consts:
-        items.append(pick(consts))
+        items.append(pick(consts))  # max(x, c1, c2) -> max(x, max(c1, c2))
     if len(items) == 1:
         return items[0]
     if not items:

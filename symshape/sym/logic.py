@@ -172,20 +172,22 @@ def _rel(op: str, e: IntLike):
         # g*p + c <= 0  <->  p <= floor(-c/g)  <->  p + ceil(c/g) <= 0
         if g > 1:
             e = from_lin(-((-c) // g), {t: k // g for t, k in terms})
-        lo, hi = _intrinsic_bounds(e)
+        lo, hi = _intrinsic_bounds(e)  # bounds that need no facts (from `%` terms)
         if hi <= 0:
-            return True
+            return True  # e <= 0 -> True when e <= 0 always
         if lo > 0:
-            return False
+            return False  # e <= 0 -> False when e > 0 always
     else:
         if c % g:
             return op == "!="  # g*p == -c has no integer solution
-        sign = -1 if terms[0][1] < 0 else 1  # first term (by uid) positive
+        # g*p + c == 0 <-> p + c/g == 0 when g | c;  e == 0 <-> -e == 0, so the
+        # first term (by uid) gets a positive coefficient
+        sign = -1 if terms[0][1] < 0 else 1
         if g > 1 or sign < 0:
             e = scale(from_lin(c // g, {t: k // g for t, k in terms}), sign)
         lo, hi = _intrinsic_bounds(e)
         if lo > 0 or hi < 0:
-            return op == "!="
+            return op == "!="  # e == 0 -> False when e != 0 always
     key = ("rel", op, e.uid)
     return _intern(Rel, key, op=op, lhs=e)
 
@@ -243,12 +245,12 @@ def _junction(cls, unit: bool, args) -> BoolLike:
             if a is not unit:
                 return a  # x and False -> False; x or True -> True
             continue
-        for b in a.args if type(a) is cls else (a,):
+        for b in a.args if type(a) is cls else (a,):  # (p and q) and r -> p and q and r
             flat[b.uid] = b
     if not flat:
-        return unit
+        return unit  # x and True -> x, down to nothing
     if len(flat) == 1:
-        return next(iter(flat.values()))
+        return next(iter(flat.values()))  # x and x -> x
     items = tuple(flat[k] for k in sorted(flat))
     for x in items:
         if type(x) is Rel and type(nx := not_(x)) is Rel and nx.uid in flat:

@@ -45,8 +45,14 @@ class TraceContext:
         self._counters: dict[str, itertools.count] = {}
         self._names: set[str] = set()
         self._emitted_asserts = 0
+        self.symbol_inputs: list | None = None  # set: unknown symbols become inputs
+        self.where_override = None  # a backward records the forward op's line
         self.touched: set[int] = set()  # ids of Vars whose tensor metadata was read
         self.observed_layout = False
+
+    def _where(self):
+        """The user's line: the current frame, or (in a backward) the forward op's."""
+        return self.where_override or user_location()
 
     # -- activation -----------------------------------------------------------------
     def __enter__(self):
@@ -132,7 +138,7 @@ class TraceContext:
         return True
 
     def data_dependent_op(self, name: str, *args):
-        where = user_location()
+        where = self._where()
         raise DataDependentError(
             f"`{name}` produces a tensor whose size depends on the data"
             + (f"\n  at {where.describe()}" if where else "")
@@ -190,14 +196,14 @@ class TraceContext:
 
     # -- decisions ------------------------------------------------------------------
     def guard(self, cond) -> bool:
-        return self.env.guard(cond, user_location())
+        return self.env.guard(cond, self._where())
 
     def known(self, cond):
         return self.env.known(cond)
 
     def check(self, cond, msg: str | None = None) -> None:
         """Assert ``cond``: a guard for backed symbols, else a runtime assert node."""
-        self.env.check(cond, msg, user_location())
+        self.env.check(cond, msg, self._where())
         self.flush_asserts()
 
     def guard_or(self, cond, default: bool) -> bool:
@@ -205,7 +211,7 @@ class TraceContext:
         if r is not None:
             return r
         try:
-            return self.env.guard(cond, user_location())
+            return self.env.guard(cond, self._where())
         except DataDependentError:
             return default
 
@@ -221,7 +227,7 @@ class TraceContext:
     def concrete_int(self, e) -> int:
         if type(e) is int:
             return e
-        return self.env.specialize(e, user_location())
+        return self.env.specialize(e, self._where())
 
     def require_nonzero(self, d) -> None:
         if type(d) is int:
@@ -255,11 +261,11 @@ class TraceContext:
         """A float read from tensor data (``.item()``): bound in the trace, opaque to the engine."""
         v = self.new_var("f")
         a = tuple(self.arg(x) for x in args)
-        self.nodes.append(Node(op, a, (), (v,), user_location(), unpack=True))
+        self.nodes.append(Node(op, a, (), (v,), self._where(), unpack=True))
         return self.symfloat(F.Opaque(v, what))
 
     def _opaque_error(self, o, verb: str):
-        where = user_location()
+        where = self._where()
         err = DataDependentError(
             f"{verb} `{o.what}`, a float known only when the trace runs"
             + (f"\n  at {where.describe()}" if where else "")
@@ -336,7 +342,7 @@ class TraceContext:
                 (x, y),
                 (),
                 (v,),
-                user_location(),
+                self._where(),
             )
         )
         what = f"({a.value} {fn} {b.value})"
@@ -394,7 +400,10 @@ class TraceContext:
     def var_of_symbol(self, s: E.Symbol) -> Var:
         v = self.sym_vars.get(s)
         if v is None:
-            raise TracingError(f"internal error: symbol {s} has no value in the trace yet")
+            if self.symbol_inputs is None:
+                raise TracingError(f"internal error: symbol {s} has no value in the trace yet")
+            v = self.sym_vars[s] = Var(s.name, s)  # a backward trace receives it as input
+            self.symbol_inputs.append(v)
         return v
 
     def materialize(self, x):
@@ -402,9 +411,8 @@ class TraceContext:
         x = self.env.simplify(x) if type(x) not in (int, bool) else x
         if type(x) is int or type(x) is bool:
             return x
-        v = self.sym_vars.get(x) if type(x) is E.Symbol else None
-        if v is not None:
-            return v
+        if type(x) is E.Symbol:
+            return self.var_of_symbol(x)
         v = self._mat.get(x.uid)
         if v is None:
             pairs = tuple((s, self.var_of_symbol(s)) for s in sorted(x.free_symbols, key=str))
@@ -464,7 +472,7 @@ class TraceContext:
         tuple/list of TensorMetas (several, unpacked), or None (no result)."""
         a = tuple(self.arg(x) for x in args)
         kw = tuple((k, self.arg(v)) for k, v in (kwargs or {}).items())
-        where = user_location()
+        where = self._where()
         extra = {"effect": True} if effect else {}
         if out is not None and torch.is_grad_enabled() and _any_requires_grad(args, kwargs):
             grads = getattr(op, "differentiable", True)
@@ -501,13 +509,15 @@ class TraceContext:
             self.sym_vars[s] = v
             self._names.add(s.name)
             svars.append(v)
+        if out and torch.is_grad_enabled() and _any_requires_grad(args, kwargs):
+            out = [_with_grad(m, getattr(op, "differentiable", True)) for m in out]
         tvars = tuple(self.new_var("t", m) for m in out)
-        self.nodes.append(Node(op, a, kw, (*svars, *tvars), user_location(), unpack=True))
+        self.nodes.append(Node(op, a, kw, (*svars, *tvars), self._where(), unpack=True))
         return [self.proxy(v, m) for v, m in zip(tvars, out)]
 
     def emit_const(self, value, prefix: str = "k"):
         v = self.new_var(prefix)
-        self.nodes.append(Node(CONST, (value,), outputs=(v,), where=user_location()))
+        self.nodes.append(Node(CONST, (value,), outputs=(v,), where=self._where()))
         return v
 
 

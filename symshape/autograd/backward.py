@@ -1,0 +1,147 @@
+"""Building the backward trace of a forward trace, with symbolic shapes.
+
+Walks the forward nodes in reverse and runs each op's VJP rule on proxies
+(``symshape.ops.grad``), recording a second SSA trace::
+
+    def backward(t2, t5, s0, g_t7):
+        # t2: f32[s0, 128]  (saved by the forward)
+        t8 = _mul(g_t7, t5)  # f32[s0, 128]
+        t9 = _sum(t8, [0], True)  # f32[1, 128]
+        ...
+        return (t8, t10)
+
+The backward shares the forward's ShapeEnv: what the forward learned decides
+the backward's questions (which dimensions a broadcast gradient sums over),
+and any new guard it needs joins the same prologue. It receives the sizes it
+needs as integers saved by the forward, never by re-reading shapes, and only
+the tensors its rules actually read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from symshape.ir import ASSERT, CONST, SYM, TensorMeta, Trace, Var, cse, dce, iter_vars
+from symshape.ops import lookup
+from symshape.ops.grad import unbroadcast
+from symshape.trace.context import TraceContext
+from symshape.trace.errors import TracingError
+from symshape.trace.mode import TracingMode
+
+
+class NoGradientRuleError(TracingError):
+    """An op that needs a gradient has no VJP rule."""
+
+
+@dataclass
+class Backward:
+    trace: Trace  # backward(saved..., symbols..., grads...) -> grads of the inputs
+    saved: list  # forward Vars (tensors) the backward reads
+    symbols: list  # forward symbol Vars the backward reads
+    grad_outputs: list  # forward output Vars that receive a gradient (in order)
+
+
+def _requires_grad(v) -> bool:
+    return type(v) is Var and isinstance(v.meta, TensorMeta) and v.meta.requires_grad
+
+
+def build_backward(fctx: TraceContext, fwd: Trace, outputs: list, inputs: list) -> Backward:
+    """The backward of ``fwd``: gradients of ``inputs`` (forward Vars requiring
+    grad) given gradients of the differentiable ``outputs``."""
+    bctx = TraceContext(env=fctx.env)
+    bctx._names = set(fctx._names) | {v.name for v in fwd.inputs}
+    bctx.symbol_inputs = []
+    bctx.constants = dict(fwd.constants)
+    saved: dict[int, tuple] = {}
+
+    def proxy_of(v: Var):
+        hit = saved.get(id(v))
+        if hit is None:
+            meta = v.meta.like(requires_grad=False)
+            p = bctx.proxy(Var(v.name, meta), meta)
+            p._ss_needs_grad = v.meta.requires_grad  # read by ops.grad.needs()
+            hit = saved[id(v)] = (v, p)
+        return hit[1]
+
+    def to_b(x):
+        t = type(x)
+        if t is Var:
+            if isinstance(x.meta, TensorMeta):
+                return proxy_of(x)
+            if x.meta is not None and not isinstance(x.meta, str):  # an int/bool expression
+                from symshape.sym.logic import BoolExpr
+
+                return bctx.symbool(x.meta) if isinstance(x.meta, BoolExpr) else bctx.symint(x.meta)
+            raise TracingError(
+                f"the backward needs the run-time value {x.name}, which is not saved"
+            )
+        if t is tuple or t is list:
+            return t(to_b(y) for y in x)
+        if t is slice:
+            return slice(to_b(x.start), to_b(x.stop), to_b(x.step))
+        return x
+
+    grads: dict[int, object] = {}
+    grad_vars = []
+    for o in outputs:
+        meta = o.meta.like(requires_grad=False)
+        gv = Var(bctx.fresh(f"g_{o.name}_"), meta)
+        grad_vars.append(gv)
+        grads[id(o)] = bctx.proxy(gv, meta)
+
+    def accumulate(fv, g):
+        if type(fv) in (tuple, list):
+            for a, b in zip(fv, g or ()):
+                accumulate(a, b)
+            return
+        if g is None or not _requires_grad(fv):
+            return
+        g = unbroadcast(bctx, g, proxy_of(fv))
+        prev = grads.get(id(fv))
+        grads[id(fv)] = g if prev is None else prev + g
+
+    with bctx, TracingMode(bctx, lookup):
+        for n in reversed(fwd.nodes):
+            gouts = [grads.get(id(v)) for v in n.outputs]
+            if all(g is None for g in gouts) or n.op in (SYM, ASSERT, CONST):
+                continue
+            rule = getattr(n.op, "vjp", None)
+            if rule is None:
+                if not getattr(n.op, "differentiable", True):
+                    continue
+                where = f" (at {n.where.describe()})" if n.where is not None else ""
+                raise NoGradientRuleError(
+                    f"symshape has no gradient rule for `{n.op.name}`{where}; its output needs a "
+                    "gradient here. Fix: compute this part under torch.no_grad(), detach its "
+                    "inputs, or run this function without symshape.jit."
+                )
+            args = [to_b(a) for a in n.args]
+            kwargs = {k: to_b(v) for k, v in n.kwargs}
+            outs = [proxy_of(v) if isinstance(v.meta, TensorMeta) else to_b(v) for v in n.outputs]
+            bctx.where_override = n.where
+            result = rule(bctx, gouts, outs, *args, **kwargs)
+            for key, g in (result or {}).items():
+                if g is None:
+                    continue
+                fv = n.args[key] if isinstance(key, int) else dict(n.kwargs)[key]
+                accumulate(fv, g)
+        bctx.where_override = None
+        out = tuple(bctx.arg(grads[id(v)]) if id(v) in grads else None for v in inputs)
+        bctx.flush_asserts()
+
+    saved_inputs = [p._ss_var for _, p in saved.values()]
+    trace = Trace("backward", [], list(bctx.nodes), out, bctx.asserts, bctx.constants)
+    trace = dce(cse(trace))
+    used = {id(v) for n in trace.nodes for v in n.inputs()} | {
+        id(v) for v in iter_vars(trace.output)
+    }
+    keep_saved = [
+        (fv, p)
+        for fv, p in saved.values()
+        if id(p._ss_var) in used and p._ss_var.name not in bctx.constants
+    ]
+    syms = [v for v in bctx.symbol_inputs if id(v) in used]
+    trace.inputs = [p._ss_var for _, p in keep_saved] + syms + grad_vars
+    trace.lint()
+    del saved_inputs
+    return Backward(trace, [fv for fv, _ in keep_saved], syms, list(outputs))

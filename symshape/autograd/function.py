@@ -1,0 +1,53 @@
+"""Running a forward/backward trace pair under PyTorch's autograd.
+
+The compiled forward returns the user's outputs followed by what the
+backward needs (saved tensors, then saved sizes as ints); a
+``torch.autograd.Function`` hands the saved values to the compiled backward
+when ``loss.backward()`` reaches it. The backward is itself not
+differentiable: ``create_graph=True`` raises a clear error.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def make_function(
+    name: str, forward, backward, n_out: int, n_saved: int, diff_out: list, grad_in: list, n_in: int
+):
+    """An autograd.Function running ``forward``/``backward``.
+
+    ``diff_out``: positions of the outputs whose gradients the backward takes;
+    ``grad_in``: positions of the forward inputs it returns gradients for."""
+
+    def fwd(ctx, *args):
+        res = forward(*args)
+        ctx.save_for_backward(*res[n_out : n_out + n_saved])
+        ctx.sizes = res[n_out + n_saved :]
+        outs = res[:n_out]
+        diff = {id(outs[i]) for i in diff_out}
+        ctx.mark_non_differentiable(
+            *(o for o in outs if isinstance(o, torch.Tensor) and id(o) not in diff)
+        )
+        return outs
+
+    def bwd(ctx, *gouts):
+        if (
+            torch.is_grad_enabled()
+        ):  # backward(create_graph=True) / autograd.grad(..., create_graph=True)
+            raise RuntimeError(
+                f"symshape: second-order gradients through {name} are not supported (its backward "
+                "trace is not itself differentiable). Compute higher-order gradients without "
+                "symshape.jit, or call backward without create_graph=True."
+            )
+        grads = backward(*ctx.saved_tensors, *ctx.sizes, *(gouts[i] for i in diff_out))
+        result = [None] * n_in
+        for pos, g in zip(grad_in, grads):
+            result[pos] = g
+        return tuple(result)
+
+    return type(
+        f"{name}Backward",
+        (torch.autograd.Function,),
+        {"forward": staticmethod(fwd), "backward": staticmethod(bwd)},
+    )
