@@ -132,6 +132,9 @@ def _sym(name):
     return Symbol(name)
 
 
+_MISS = object()
+
+
 class JitFunction:
     """A traced, cached version of a function or module call."""
 
@@ -150,6 +153,11 @@ class JitFunction:
         self.__wrapped__ = fn
 
     def __call__(self, *args, **kwargs):
+        out = self._cached(args, kwargs)
+        return self._miss(args, kwargs) if out is _MISS else out
+
+    def _cached(self, args, kwargs):
+        """Run the newest entry whose prologue accepts the call, or return _MISS."""
         m = self._module
         for e in self._entries:
             try:
@@ -160,20 +168,14 @@ class JitFunction:
                 self.stats.cache_hits += 1
                 out = e.run(*r)
                 return out if e.spec is None else pytree.tree_unflatten(out, e.spec)
-        return self._miss(args, kwargs)
+        return _MISS
 
     def _miss(self, args, kwargs):
         m = self._module
         with self._lock:
-            for e in self._entries:  # another thread may have traced meanwhile
-                try:
-                    r = e.check(m, args, kwargs) if m is not None else e.check(args, kwargs)
-                except Exception:
-                    continue
-                if type(r) is tuple:
-                    self.stats.cache_hits += 1
-                    out = e.run(*r)
-                    return out if e.spec is None else pytree.tree_unflatten(out, e.spec)
+            out = self._cached(args, kwargs)  # another thread may have traced meanwhile
+            if out is not _MISS:
+                return out
             reasons = [e.explain(m, args, kwargs) for e in self._entries]
             for kind, why in reasons:
                 if kind == "spec":

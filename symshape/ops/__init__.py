@@ -12,7 +12,7 @@ from symshape.ops.registry import BY_NAME, OpDef, lookup, register, supported_op
 
 FAMILIES = (
     "elementwise", "metadata", "casts", "factories", "reductions", "linalg", "views",
-    "indexing", "joins", "sorting", "datadep", "nn", "conv", "pooling", "resize", "losses",
+    "indexing", "joins", "sorting", "datadep", "nn", "dropout", "conv", "pooling", "resize", "losses",
 )  # fmt: skip
 GRADIENTS = (
     "elementwise_vjp", "casts_vjp", "factories_vjp", "reductions_vjp", "linalg_vjp",
