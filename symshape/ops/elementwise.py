@@ -334,3 +334,13 @@ for _n in ("lerp", "addcmul", "addcdiv"):
 def nan_to_num(ctx, op, input, nan=0.0, posinf=None, neginf=None):
     m = ctx.meta(input)
     return ctx.emit(op, (input, nan, posinf, neginf), {}, _out(ctx, m.shape, m.dtype, input))
+
+
+@register("polygamma", "torch.polygamma", tensor_method("polygamma"), tags={"elementwise"})
+def polygamma(ctx, op, n, input):
+    m = ctx.meta(input)
+    dtype = result_type(input, kind="INT_TO_FLOAT")
+    return ctx.emit(op, (n, input), {}, _out(ctx, m.shape, dtype, input))
+
+
+register("special_i1", "torch.special.i1", tags={"elementwise"})(unary("INT_TO_FLOAT"))

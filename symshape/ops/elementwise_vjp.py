@@ -408,3 +408,56 @@ def _addcdiv(ctx, grads, outs, input, tensor1, tensor2, *, value=1):
 @vjp("nan_to_num")
 def _nan_to_num(ctx, grads, outs, input, nan=0.0, posinf=None, neginf=None):
     return {0: grads[0] * input.isfinite()}
+
+
+# -- functions of a real input whose derivative needs another special function ---------
+
+
+@vjp("digamma")
+def _digamma(ctx, grads, outs, input):
+    return {0: grads[0] * torch.polygamma(1, input)}
+
+
+@vjp("polygamma")
+def _polygamma(ctx, grads, outs, n, input):
+    return {1: grads[0] * torch.polygamma(n + 1, input)}
+
+
+@vjp("i0")
+def _i0(ctx, grads, outs, input):
+    return {0: grads[0] * torch.special.i1(input)}
+
+
+@vjp("sgn", "angle")
+def _flat(ctx, grads, outs, input):  # real inputs: piecewise constant
+    if input.dtype.is_complex:
+        raise NotImplementedError("gradients of sgn/angle for complex inputs are not supported")
+    return {0: torch.zeros_like(grads[0])}
+
+
+@vjp("conj")
+def _conj(ctx, grads, outs, input):
+    return {0: grads[0].conj() if input.dtype.is_complex else grads[0]}
+
+
+@vjp("ldexp")
+def _ldexp(ctx, grads, outs, input, other):  # eager's 2 ** other is integer (0 when other < 0)
+    return {0: grads[0] * torch.pow(2, other)}
+
+
+@vjp("logaddexp2")
+def _logaddexp2(ctx, grads, outs, input, other):
+    g = grads[0]
+    return {0: g / (1 + torch.pow(2.0, other - input)), 1: g / (1 + torch.pow(2.0, input - other))}
+
+
+@vjp(*_present("reflected__rmod"))
+def _r_mod(ctx, grads, outs, input, other):  # other % input, differentiated in input
+    return {0: -grads[0] * torch.floor_divide(other, input)}
+
+
+nondifferentiable(
+    "heaviside", "nextafter", "special_i1",
+    *_present("reflected__rand", "reflected__ror", "reflected__rxor", "reflected__rlshift",
+              "reflected__rrshift", "reflected__rfloordiv"),
+)  # fmt: skip

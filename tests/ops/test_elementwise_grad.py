@@ -75,3 +75,15 @@ def test_mixed_dtype_and_scalar_tensor():
 
 def test_only_some_inputs_need_grad():
     check_grad(lambda a, b: (a * b).exp(), lambda n: (anyv(n), torch.randn(3, dtype=D)), *SHAPES)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        torch.digamma, torch.i0, torch.sgn, lambda x: torch.polygamma(1, x) * 2,
+        lambda x: torch.ldexp(x, torch.tensor([2, 0, -1])), lambda x: torch.logaddexp2(x, x * 2),
+        torch.conj,
+    ],
+)  # fmt: skip
+def test_special_functions(fn):
+    check_grad(fn, lambda n: (pos(n),), *SHAPES)
