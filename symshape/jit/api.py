@@ -21,9 +21,9 @@ import warnings
 from dataclasses import dataclass, field
 
 import torch
-import torch.utils._pytree as pytree
 from torch import nn
 
+from symshape.jit.outputs import unflatten
 from symshape.jit.policy import Dim, Policy
 from symshape.jit.prologue import InputSpecErrorAtTrace
 from symshape.jit.tracer import Traced, labels_of, trace_call
@@ -167,7 +167,7 @@ class JitFunction:
             if type(r) is tuple:
                 self.stats.cache_hits += 1
                 out = e.run(*r)
-                return out if e.spec is None else pytree.tree_unflatten(out, e.spec)
+                return out if e.spec is None else unflatten(out, e.spec)
         return _MISS
 
     def _miss(self, args, kwargs):
@@ -228,7 +228,7 @@ class JitFunction:
                 f"symshape bug: a fresh trace rejects the inputs it was traced from: {why}"
             )
         out = entry.run(*r)
-        return out if entry.spec is None else pytree.tree_unflatten(out, entry.spec)
+        return out if entry.spec is None else unflatten(out, entry.spec)
 
     def _eager(self, args, kwargs, reasons):
         if not self._warned:

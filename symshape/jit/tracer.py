@@ -9,12 +9,12 @@ import time
 from dataclasses import dataclass
 
 import torch
-import torch.utils._pytree as pytree
 from torch import nn
 
 from symshape.autograd import build_backward, make_function
-from symshape.ir import Node, OpRef, Trace, compile_source, compile_trace, cse, dce, iter_vars
+from symshape.ir import Node, OpRef, Trace, Var, compile_source, compile_trace, cse, dce, iter_vars
 from symshape.ir.printer import fmt
+from symshape.jit import outputs
 from symshape.jit.prologue import Builder, Prologue
 from symshape.ops import lookup
 from symshape.sym import expr as E
@@ -30,7 +30,7 @@ class Traced:
     prologue: Prologue
     computation: Trace
     run: object  # the compiled computation
-    out_spec: object  # None, or a pytree spec to rebuild the output
+    out_spec: object  # None, or an outputs.py spec to rebuild the output
     guards: list  # Guard objects
     env: object
     labels: dict  # Symbol -> what it stands for
@@ -206,7 +206,7 @@ def _autograd(ctx, trace: Trace, output, out_spec, name: str) -> _Grad | None:
     if not inputs:
         return None
     if out_spec is None:
-        leaves, spec = pytree.tree_flatten(output)
+        leaves, spec = outputs.flatten(output, is_leaf=lambda v: type(v) is Var)
     else:
         leaves, spec = list(output), out_spec
     diff_out = [i for i, v in enumerate(leaves) if _requires_grad(v)]
@@ -299,26 +299,16 @@ _SIMPLE_CONTAINERS = (tuple, list, dict)
 
 
 def _output(ctx: TraceContext, result):
-    """The traced function's result as an IR output, plus a pytree spec when the
-    structure is not plain tuples/lists/dicts."""
-    if _plain(result):
-        return _convert(ctx, result), None
-    leaves, spec = pytree.tree_flatten(result)
-    return tuple(_convert(ctx, x) for x in leaves), spec
+    """The traced function's result as an IR output, plus a spec (see
+    outputs.py) when the structure is not plain tuples/lists/dicts."""
+    leaves, spec = outputs.flatten(result)
+    converted = [_convert(ctx, x) for x in leaves]
+    if outputs.is_plain(spec):
+        return outputs.unflatten(converted, spec), None
+    return tuple(converted), spec
 
 
 _SIZE = OpRef("Size", torch.Size, "torch.Size")
-
-
-def _plain(x) -> bool:
-    t = type(x)
-    if t is torch.Size:
-        return True
-    if t in (tuple, list):
-        return all(_plain(y) for y in x)
-    if t is dict:
-        return all(type(k) in (str, int) and _plain(v) for k, v in x.items())
-    return not isinstance(x, (tuple, list, dict)) and not hasattr(x, "__dataclass_fields__")
 
 
 def _convert(ctx: TraceContext, x):

@@ -1,0 +1,124 @@
+"""Flattening what a traced function returns, and rebuilding it on every call.
+
+A computation returns flat values; a *spec* says how to put them back into
+the user's structure: tuples, lists, dicts, namedtuples and structseqs,
+torch.utils._pytree nodes (e.g. transformers' ModelOutput), and plain Python
+objects that hold traced values (e.g. a KV cache), which are rebuilt
+attribute by attribute. Parts that hold no traced value are kept as they
+were returned (constants of the trace).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.utils._pytree as pytree
+
+from symshape.trace.proxy import TensorProxy
+
+_TRACED = (TensorProxy, torch.SymInt, torch.SymFloat, torch.SymBool)
+_SCALARS = (type(None), bool, int, float, str, torch.dtype, torch.device)
+
+
+def holds_traced(x, depth: int = 0) -> bool:
+    if isinstance(x, _TRACED):
+        return True
+    if depth > 8:
+        return False
+    if isinstance(x, (tuple, list)):
+        return any(holds_traced(y, depth + 1) for y in x)
+    if isinstance(x, dict):
+        return any(holds_traced(y, depth + 1) for y in x.values())
+    d = getattr(x, "__dict__", None)
+    return (
+        d is not None
+        and not isinstance(x, type)
+        and any(holds_traced(y, depth + 1) for y in d.values())
+    )
+
+
+def flatten(x, is_leaf=None) -> tuple[list, tuple]:
+    """``(leaves, spec)``: leaves are traced values and plain scalars (and
+    whatever ``is_leaf`` accepts)."""
+    leaves: list = []
+
+    def walk(x):
+        t = type(x)
+        if (
+            isinstance(x, _TRACED)
+            or t in _SCALARS
+            or t is torch.Size
+            or isinstance(x, torch.Tensor)
+            or (is_leaf is not None and is_leaf(x))
+        ):
+            leaves.append(x)
+            return ("leaf",)
+        if t is tuple or t is list:
+            return (t, [walk(y) for y in x])
+        if isinstance(x, tuple) and (hasattr(x, "_fields") or hasattr(x, "n_fields")):
+            return ("tuple_subclass", t, [walk(y) for y in x])  # namedtuple, structseq
+        if t is dict:
+            return (dict, list(x), [walk(v) for v in x.values()])
+        node = pytree.SUPPORTED_NODES.get(t)
+        if node is not None:
+            children, context = node.flatten_fn(x)
+            return ("pytree", t, context, [walk(c) for c in children])
+        if not holds_traced(x):
+            return ("const", x)
+        return ("object", t, [(k, walk(v)) for k, v in _attributes(x)])
+
+    spec = walk(x)
+    return leaves, spec
+
+
+def _attributes(x) -> list:
+    """An object's state: its ``__slots__`` (every class in the MRO) and ``__dict__``."""
+    out = []
+    for cls in type(x).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name not in ("__dict__", "__weakref__") and hasattr(x, name):
+                out.append((name, getattr(x, name)))
+    d = getattr(x, "__dict__", None)
+    if d is not None:
+        out.extend(d.items())
+    return out
+
+
+def unflatten(leaves, spec):
+    it = iter(leaves)
+
+    def build(s):
+        kind = s[0]
+        if kind == "leaf":
+            return next(it)
+        if kind is tuple:
+            return tuple(build(c) for c in s[1])
+        if kind is list:
+            return [build(c) for c in s[1]]
+        if kind is dict:
+            return {k: build(c) for k, c in zip(s[1], s[2])}
+        if kind == "tuple_subclass":
+            items = [build(c) for c in s[2]]
+            return s[1](*items) if hasattr(s[1], "_fields") else s[1](items)
+        if kind == "pytree":
+            return pytree.SUPPORTED_NODES[s[1]].unflatten_fn([build(c) for c in s[3]], s[2])
+        if kind == "const":
+            return s[1]
+        obj = object.__new__(s[1])
+        for k, c in s[2]:
+            object.__setattr__(obj, k, build(c))
+        return obj
+
+    return build(spec)
+
+
+def is_plain(spec) -> bool:
+    """Specs that generated code can return directly (tuples, lists, dicts of leaves)."""
+    kind = spec[0]
+    if kind == "leaf":
+        return True
+    if kind is tuple or kind is list:
+        return all(is_plain(c) for c in spec[1])
+    if kind is dict:
+        return all(type(k) in (str, int) for k in spec[1]) and all(is_plain(c) for c in spec[2])
+    return False
