@@ -52,6 +52,7 @@ class TensorMeta:
     device: torch.device
     requires_grad: bool = False
     strides: tuple | None = None  # None: contiguous
+    layout_known: bool = True  # False: an op on non-contiguous inputs whose layout we don't model
 
     def __str__(self) -> str:
         dims = ", ".join(str(d) for d in self.shape)

@@ -22,4 +22,15 @@ GRADIENTS = (
 for _module in FAMILIES + GRADIENTS:
     importlib.import_module(f"symshape.ops.{_module}")
 
+# Ops whose rules give eager's output layout even for non-contiguous inputs: the
+# views family (ported from ATen's stride logic) and ops that always allocate a
+# fresh contiguous result. Other ops on non-contiguous inputs get an unknown
+# layout (symshape/trace/context.py: _layout).
+for _op in BY_NAME.values():
+    if getattr(_op.rule, "__module__", "") == "symshape.ops.views":
+        _op.layout_exact = True
+for _name in ("matmul", "mm", "bmm", "linear", "addmm", "baddbmm", "layer_norm", "embedding"):
+    if _name in BY_NAME:
+        BY_NAME[_name].layout_exact = True
+
 __all__ = ["BY_NAME", "FAMILIES", "GRADIENTS", "OpDef", "lookup", "register", "supported_ops"]

@@ -13,6 +13,7 @@ from symshape.ops._helpers import norm_dim, numel
 from symshape.ops.registry import OpDef, attribute, define, tensor_method
 from symshape.sym import DataDependentError
 from symshape.sym.source import user_location
+from symshape.trace.errors import TracingError
 
 
 def _getter(name: str, fn, *targets):
@@ -34,9 +35,22 @@ def _size(ctx, t, dim=None):
     return ctx.symint(m.shape[norm_dim(dim, m.ndim)])
 
 
+def _layout_unknown(t) -> TracingError:
+    where = user_location()
+    return TracingError(
+        f"the memory layout of {t._ss_var.name} is not tracked: it comes from an op on "
+        "non-contiguous inputs, and symshape does not model which layout such ops produce"
+        + (f"\n  at {where.describe()}" if where else "")
+        + "\nExpected code that does not depend on strides here. Fix: call .contiguous() first "
+        "(or pass contiguous inputs)."
+    )
+
+
 def _stride(ctx, t, dim=None):
     m = ctx.meta(t)
     ctx.observed_layout = True
+    if not m.layout_known:
+        raise _layout_unknown(t)
     from symshape.trace.proxy import contiguous_strides
 
     strides = m.strides if m.strides is not None else contiguous_strides(m.shape)
@@ -48,11 +62,30 @@ def _stride(ctx, t, dim=None):
 def _is_contiguous(ctx, t, memory_format=torch.contiguous_format):
     m = ctx.meta(t)
     ctx.observed_layout = True
-    if m.strides is None:
-        return memory_format in (torch.contiguous_format, torch.preserve_format) or m.ndim < 3
-    if memory_format is not torch.contiguous_format:
+    if not m.layout_known:
+        raise _layout_unknown(t)
+    from symshape.trace.proxy import contiguous_strides
+
+    strides = list(m.strides) if m.strides is not None else list(contiguous_strides(m.shape))
+    if memory_format in (torch.contiguous_format, torch.preserve_format):
+        if m.strides is None:
+            return True
+        return ctx.layout_is_contiguous(list(m.shape), strides)
+    order = {torch.channels_last: (1, 3, 2, 0), torch.channels_last_3d: (1, 4, 3, 2, 0)}.get(
+        memory_format
+    )
+    if order is None or len(order) != m.ndim:
         return False
-    return ctx.layout_is_contiguous(list(m.shape), list(m.strides))
+    # c10's is_channels_last_contiguous: sizes taken in (C, W, H, N) order
+    from symshape.sym import logic as L
+
+    expected = 1
+    for d in order:
+        if ctx.known(L.eq(m.shape[d], 1)) is not True and ctx.guard(L.ne(m.shape[d], 1)):
+            if ctx.guard(L.ne(strides[d], expected)):
+                return False
+            expected = expected * m.shape[d]
+    return True
 
 
 def _numel(ctx, t):

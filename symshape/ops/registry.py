@@ -35,6 +35,7 @@ class OpDef:
     random: bool = False  # draws random numbers: never merged by CSE
     vjp: Callable | None = None  # the gradient rule (symshape.ops.grad)
     differentiable: bool = True  # False: outputs never carry a gradient
+    layout_exact: bool = False  # True: the rule's output strides are eager's (None = contiguous)
     extra: dict = field(default_factory=dict)
 
     def __repr__(self) -> str:

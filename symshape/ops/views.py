@@ -287,7 +287,8 @@ def _reshape(ctx, m, sizes, must_view: bool, checked: bool = False):
                 "view size is not compatible with input tensor's size and stride (at least one "
                 "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
             )
-        return ctx.out_meta(shape, m.dtype, m.device)  # reshape copies
+        # reshape copies into a fresh contiguous tensor: say so explicitly
+        return ctx.out_meta(shape, m.dtype, m.device, contiguous_strides(shape))
     return view_meta(ctx, m, shape, strides)
 
 

@@ -8,6 +8,7 @@ materializing shape arithmetic as SSA names exactly once.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 
@@ -474,6 +475,8 @@ class TraceContext:
         kw = tuple((k, self.arg(v)) for k, v in (kwargs or {}).items())
         where = self._where()
         extra = {"effect": True} if effect else {}
+        if out is not None and not getattr(op, "layout_exact", False):
+            out = _layout(out, args, kwargs)
         if out is not None and torch.is_grad_enabled() and _any_requires_grad(args, kwargs):
             grads = getattr(op, "differentiable", True)
             if isinstance(out, TensorMeta):
@@ -528,6 +531,32 @@ def _any_requires_grad(args, kwargs) -> bool:
         if type(x) in (tuple, list) and _any_requires_grad(x, None):
             return True
     return False
+
+
+def _layouts(xs):
+    for x in xs:
+        if isinstance(x, TensorProxy):
+            yield x._ss_meta
+        elif type(x) in (tuple, list):
+            yield from _layouts(x)
+
+
+def _layout(out, args, kwargs):
+    """Outputs of an op with a non-contiguous input: explicit strides a rule
+    computed from known strides are kept; a result it calls contiguous (None)
+    is only trusted when the op says its layouts are eager's (``layout_exact``),
+    else the layout is unknown and layout queries raise."""
+    metas = list(_layouts((*args, *(kwargs or {}).values())))
+    if all(m.strides is None and m.layout_known for m in metas):
+        return out
+    unknown_in = any(not m.layout_known for m in metas)
+
+    def fix(m: TensorMeta) -> TensorMeta:
+        if unknown_in or m.strides is None:
+            return dataclasses.replace(m, layout_known=False)
+        return m
+
+    return fix(out) if isinstance(out, TensorMeta) else type(out)(fix(m) for m in out)
 
 
 def _with_grad(m: TensorMeta, differentiable: bool) -> TensorMeta:
