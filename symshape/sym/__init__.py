@@ -40,7 +40,7 @@ from symshape.sym.expr import (
     sym_min,
     to_str,
 )
-from symshape.sym.guards import Guard, GuardFunction, RuntimeAssert
+from symshape.sym.guards import Guard, GuardFunction, RuntimeAssert, Violation
 from symshape.sym.logic import (
     And,
     BoolExpr,
@@ -87,6 +87,7 @@ __all__ = [
     "SymbolInfo",
     "SymbolicError",
     "SymbolicZeroDivisionError",
+    "Violation",
     "add",
     "and_",
     "ceildiv",

@@ -32,7 +32,7 @@ from symshape.sym.errors import (
 )
 from symshape.sym.expr import FloorDiv, Mod, Symbol
 from symshape.sym.facts import Knowledge
-from symshape.sym.guards import Guard, GuardFunction, RuntimeAssert, final_guards
+from symshape.sym.guards import Guard, GuardFunction, RuntimeAssert, Violation, final_guards
 from symshape.sym.logic import BoolExpr, _bool, not_
 from symshape.sym.ranges import INF, Range, make_range
 from symshape.sym.source import Location, user_location
@@ -48,6 +48,7 @@ class SymbolInfo:
     source: str | None  # what the symbol stands for, e.g. "x.size(0)"
     index: int  # creation order
     where: Location | None
+    rigid: bool = False  # stands for every value in its range: deciding on it is a violation
 
     @property
     def backed(self) -> bool:
@@ -65,7 +66,9 @@ class ShapeEnv:
     def __init__(self) -> None:
         self._info: dict[Symbol, SymbolInfo] = {}
         self._hints: dict[Symbol, int] = {}
-        self._k = Knowledge(rank=self._rank, backed=self._is_backed)
+        self._k = Knowledge(rank=self._rank, backed=self._is_backed, rigid=self._is_rigid)
+        self._rigid: set[Symbol] = set()
+        self._violations: list[Violation] = []
         self._recorded: list[Guard] = []
         self._asserts: list[RuntimeAssert] = []
         self._valid: set[int] = set()  # uids of expressions checked by _validate
@@ -80,8 +83,13 @@ class ShapeEnv:
         max: int | None = None,
         *,
         source: str | None = None,
+        rigid: bool = False,
     ) -> Symbol:
-        """A backed symbol: stands for a value seen on a real input (``hint``)."""
+        """A backed symbol: stands for a value seen on a real input (``hint``).
+
+        A *rigid* symbol stands for every value in its range (``export``): a
+        decision its range does not prove is recorded as a ``Violation``, not a
+        guard, and tracing continues down the hint's path."""
         if isinstance(hint, bool) or not isinstance(hint, int):
             raise TypeError(
                 f"the hint of symbol {name!r} must be an int (the size seen on the input), "
@@ -92,8 +100,10 @@ class ShapeEnv:
             raise ValueError(
                 f"the hint {hint} of symbol {name!r} is outside its range [{rng[0]}, {rng[1]}]"
             )
-        s = self._new(name, int(hint), rng, source)
+        s = self._new(name, int(hint), rng, source, rigid)
         self._hints[s] = int(hint)
+        if rigid:
+            self._rigid.add(s)
         return s
 
     def unbacked(
@@ -107,11 +117,11 @@ class ShapeEnv:
         """An unbacked symbol: a data-dependent value with no hint (``nonzero``'s count)."""
         return self._new(name, None, make_range(min, max), source)
 
-    def _new(self, name, hint, rng, source) -> Symbol:
+    def _new(self, name, hint, rng, source, rigid: bool = False) -> Symbol:
         s = Symbol(name)
         if s in self._info:
             raise ValueError(f"a symbol named {name!r} already exists in this ShapeEnv")
-        self._info[s] = SymbolInfo(s, hint, rng, source, len(self._info), user_location())
+        self._info[s] = SymbolInfo(s, hint, rng, source, len(self._info), user_location(), rigid)
         self._k.declare(s, rng)
         return s
 
@@ -128,6 +138,13 @@ class ShapeEnv:
 
     def _is_backed(self, s: Symbol) -> bool:
         return s in self._hints
+
+    def _is_rigid(self, s: Symbol) -> bool:
+        return s in self._rigid
+
+    def _all_rigid(self, cond) -> bool:
+        rigid = self._rigid
+        return bool(rigid) and all(v in rigid for v in cond.free_symbols)
 
     # -- reading ------------------------------------------------------------------
     def simplify(self, x):
@@ -185,6 +202,9 @@ class ShapeEnv:
             raise self._data_dependent(cond, s, where)
         value = bool(E.evaluate(s, self._hints))
         taken = s if value else not_(s)
+        if self._all_rigid(s):
+            self._violate(taken, where, "guard")
+            return value
         self._recorded.append(Guard(taken, where))
         self._learn(taken, where, "guard")
         return value
@@ -220,6 +240,9 @@ class ShapeEnv:
                     f"{v} = {self._hints[v]}" for v in sorted(s.free_symbols, key=str)
                 )
                 raise CheckError(_check_text(f"fails for this input ({values})", s, msg, where))
+            if self._all_rigid(s):
+                self._violate(s, where, "check")
+                return
             self._recorded.append(Guard(s, where))
             self._learn(s, where, "guard")
             return
@@ -236,6 +259,12 @@ class ShapeEnv:
                 raise CheckError(f"cannot assume a false fact at {where}")
             return
         self._learn(self.simplify(cond), where, "declared")
+
+    def _violate(self, taken, where, kind: str) -> None:
+        """Record that the trace assumed ``taken`` of rigid symbols, then learn it,
+        so that tracing goes on down the hint's path (and reports each fact once)."""
+        self._violations.append(Violation(taken, where, kind))
+        self._learn(taken, where, "violation")
 
     def _learn(self, cond, where, origin) -> None:
         try:
@@ -263,6 +292,11 @@ class ShapeEnv:
     @property
     def runtime_asserts(self) -> list[RuntimeAssert]:
         return list(self._asserts)
+
+    @property
+    def violations(self) -> list[Violation]:
+        """Decisions on rigid symbols that their ranges do not prove, in order."""
+        return list(self._violations)
 
     def guard_function(self) -> GuardFunction:
         """The guards compiled into one Python function of the backed symbols."""

@@ -529,7 +529,16 @@ def _split_multiple(a: IntLike, b: Expr) -> tuple[IntLike, IntLike]:
     """Split ``a`` into ``b*q + r`` where b is a single term: q collects the terms
     of ``a`` whose monomial contains b's. Returns ``(q, r)``; r is a when q is 0."""
     if type(b) is Sum:
-        return 0, a
+        if b.const != 0 or len(b.terms) != 1:
+            return _split_polynomial(a, b)
+        # b == g*t: a == t*Q + R == b*(Q // g) + (t*(Q % g) + R), coefficient-wise
+        t, g = b.terms[0]
+        big_q, rest = _split_multiple(a, t)
+        qc, qterms = lin(big_q)
+        q = from_lin(qc // g, {m: k // g for m, k in qterms if k // g})
+        if type(q) is int and q == 0:
+            return 0, a
+        return q, add(mul(t, sub(big_q, scale(q, g))), rest)
     bf = _factors(b)
     c, terms = lin(a)
     qc = 0
@@ -550,6 +559,23 @@ def _split_multiple(a: IntLike, b: Expr) -> tuple[IntLike, IntLike]:
     if not quot and not qc:
         return 0, a
     return from_lin(qc, quot), from_lin(c, rest)
+
+
+def _split_polynomial(a: IntLike, b: Sum) -> tuple[IntLike, IntLike]:
+    """``a == b*q + r`` with r a constant, for b of several terms: one step of
+    polynomial division by b's term of highest degree, kept only when it leaves a constant
+    (``(32*x*y + 32*x) // (16*x*y + 16*x) -> 2``, as a view's ``-1`` needs).
+    Returns ``(0, a)`` otherwise."""
+    t, g = max(b.terms, key=lambda tc: sum(p for _, p in _factors(tc[0])))  # highest degree
+    big_q, _ = _split_multiple(a, t)  # a == t*Q + R
+    qc, qterms = lin(big_q)
+    if qc % g or any(k % g for _, k in qterms):
+        return 0, a
+    q = from_lin(qc // g, {m: k // g for m, k in qterms})
+    if type(q) is int and q == 0:
+        return 0, a
+    r = sub(a, mul(b, q))  # an identity: (b*q + r) // b -> q + r // b for b != 0
+    return (q, r) if type(r) is int else (0, a)
 
 
 def mod(a: IntLike, b: IntLike) -> IntLike:

@@ -50,11 +50,18 @@ class Knowledge(Reasoner):
 
     ``rank(sym)`` orders symbols for replacement (the higher rank is replaced);
     ``backed(sym)`` says whether a symbol has a hint (a backed symbol is never
-    replaced by an expression of unbacked ones)."""
+    replaced by an expression of unbacked ones); ``rigid(sym)`` whether it is
+    rigid (a rigid symbol is replaced only by an expression of rigid ones)."""
 
-    def __init__(self, rank: Callable[[Symbol], tuple], backed: Callable[[Symbol], bool]):
+    def __init__(
+        self,
+        rank: Callable[[Symbol], tuple],
+        backed: Callable[[Symbol], bool],
+        rigid: Callable[[Symbol], bool] | None = None,
+    ):
         self.rank = rank
         self.backed = backed
+        self.rigid = rigid
         self.ranges: dict[Expr, tuple] = {}
         self.range_prov: dict[Expr, list] = {}  # atom -> [lo Provenance, hi Provenance]
         self.repl: dict[Symbol, object] = {}
@@ -158,7 +165,11 @@ class Knowledge(Reasoner):
     def _may_replace(self, t: Symbol, r) -> bool:
         """Whether ``t`` may read ``r`` from now on. A backed symbol only by backed
         ones (a hinted size never depends on data); an unbacked one only by backed
-        ones and older unbacked ones (no time travel: ``r`` exists where ``t`` does)."""
+        ones and older unbacked ones (no time travel: ``r`` exists where ``t`` does).
+        A rigid symbol only by rigid ones (its decisions stay violations)."""
+        rigid = self.rigid
+        if rigid is not None and rigid(t) and not all(rigid(s) for s in E.free_symbols(r)):
+            return False
         if self.backed(t):
             return all(self.backed(s) for s in E.free_symbols(r))
         rank = self.rank(t)

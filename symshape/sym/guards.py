@@ -53,6 +53,21 @@ class RuntimeAssert:
         return f"RuntimeAssert({self.cond})"
 
 
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """A decision on rigid symbols that their declared ranges do not prove:
+    tracing assumed ``cond`` (true for the hints), where the program must work
+    for every value. ``kind``: ``"guard"`` (a branch, an op's requirement) or
+    ``"check"`` (``symshape.check``)."""
+
+    cond: object  # BoolExpr
+    where: object = None  # Location | None
+    kind: str = "guard"
+
+    def __repr__(self) -> str:
+        return f"Violation({self.cond})"
+
+
 def final_guards(env) -> list[Guard]:
     """The minimal guards over backed symbols, from the engine's facts."""
     k = env._k
