@@ -72,6 +72,7 @@ class TraceEntry:
         self.check = traced.prologue.fn
         self.run = traced.run
         self.spec = traced.out_spec
+        self.writes = traced.writes  # (submodule path, attribute, value) stored after each call
 
     @property
     def guards(self) -> list[str]:
@@ -118,6 +119,12 @@ class TraceEntry:
 
     def __repr__(self) -> str:
         return f"<TraceEntry {len(self.computation)} nodes, {len(self._t.guards)} guards>"
+
+
+def _write(module, writes) -> None:
+    """Store what the traced call stores on its modules (``self.window_size = 4``)."""
+    for path, attr, value in writes:
+        setattr(module.get_submodule(path), attr, value)
 
 
 def _pairs(found):
@@ -167,6 +174,8 @@ class JitFunction:
             if type(r) is tuple:
                 self.stats.cache_hits += 1
                 out = e.run(*r)
+                if e.writes:
+                    _write(m, e.writes)
                 return out if e.spec is None else unflatten(out, e.spec)
         return _MISS
 
@@ -228,6 +237,8 @@ class JitFunction:
                 f"symshape bug: a fresh trace rejects the inputs it was traced from: {why}"
             )
         out = entry.run(*r)
+        if entry.writes:
+            _write(m, entry.writes)
         return out if entry.spec is None else unflatten(out, entry.spec)
 
     def _eager(self, args, kwargs, reasons):

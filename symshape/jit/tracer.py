@@ -21,7 +21,7 @@ from symshape.sym import expr as E
 from symshape.trace.context import TraceContext
 from symshape.trace.errors import TracingError
 from symshape.trace.mode import TracingMode
-from symshape.trace.modules import watch
+from symshape.trace.modules import MISSING, watch
 from symshape.trace.proxy import TensorProxy
 
 
@@ -36,6 +36,9 @@ class Traced:
     labels: dict  # Symbol -> what it stands for
     seconds: float
     backward: object = None  # the backward Trace, when the outputs need gradients
+    builder: object = None  # the prologue Builder: where each input came from (for export)
+    grad: object = None  # _Grad: how forward and backward connect, when there is a backward
+    writes: tuple = ()  # (submodule path, attribute, value): plain values the call stores
 
 
 def labels_of(fn, args) -> list[str]:
@@ -56,8 +59,54 @@ def labels_of(fn, args) -> list[str]:
     return names
 
 
+# PyTorch's argument parser refuses a SymBool where a C function takes a bool
+_BOOL_ONLY = "must be bool, not SymBool"
+
+
+class _SymBoolArgument(Exception):
+    """A SymBool reached an argument of a C function that takes only a bool."""
+
+    def __init__(self, error: TypeError, guards: list):
+        super().__init__(str(error))
+        self.error = error
+        self.guards = guards
+
+
 def trace_call(
     fn, module: nn.Module | None, args: tuple, kwargs: dict, policy, name: str
+) -> Traced:
+    """Trace one call.
+
+    A C function such as ``F.scaled_dot_product_attention`` takes only a Python
+    bool for ``is_causal``, but ``q_len > 1 and mask is None`` evaluates to the
+    SymBool ``q_len > 1`` itself when it is false (Python's ``and`` returns its
+    first false operand). The code branched on it, so its value is a guard of
+    this trace; the call is traced again with the guards the failed attempt took
+    already known, and a comparison the trace knows is a plain bool. If no new
+    decision was taken (the SymBool was never branched on), the last attempt
+    decides every size comparison where it is made."""
+    decided: list = []
+    eager = False
+    while True:
+        try:
+            return _trace_once(fn, module, args, kwargs, policy, name, decided, eager)
+        except _SymBoolArgument as e:
+            if eager:
+                raise TracingError(
+                    f"{e.error}: a symbolic bool that depends on data reached a PyTorch "
+                    "function that takes only a Python bool. Fix: decide it first, e.g. "
+                    "symshape.check(...) on the values it compares, or pass bool(...)."
+                ) from e.error
+            known = {id(g.cond) for g in decided}
+            new = [g for g in e.guards if id(g.cond) not in known]
+            if new:
+                decided = decided + new
+            else:
+                eager = True
+
+
+def _trace_once(
+    fn, module, args: tuple, kwargs: dict, policy, name: str, decided: list, eager: bool
 ) -> Traced:
     t0 = time.perf_counter()
     ctx = TraceContext()
@@ -88,20 +137,44 @@ def trace_call(
     )
 
     reads: list = []
+    writes: dict = {}  # (id(module), attribute) -> [module, attribute, old value, new value]
 
     def record(mod, attr, value):
+        if (id(mod), attr) in writes:
+            return  # the trace's own value, written every call (below)
         if isinstance(value, torch.Tensor) or _simple(value):
             reads.append((mod, attr, value))
+
+    def wrote(mod, attr, old, value):
+        writes.setdefault((id(mod), attr), [mod, attr, old, value])[3] = value
 
     roots = (
         [module]
         if module is not None
         else [a for a in (*args, *kwargs.values()) if isinstance(a, nn.Module)]
     )
-    with ctx, TracingMode(ctx, lookup), watch(roots, record), _proxied(b.slots):
-        result = (module if module is not None else fn)(*pargs, **pkw)
-        output, out_spec = _output(ctx, result)
-        ctx.flush_asserts()
+    for g in decided:  # what an earlier attempt decided on this same input
+        ctx.env.guard(g.cond, g.where)
+    ctx.decide_comparisons = eager
+    try:
+        # a traced module's own state is stored again on every call (api.py); the
+        # modules a function receives as arguments are not the same on each call
+        store = wrote if module is not None else None
+        with ctx, TracingMode(ctx, lookup), watch(roots, record, store), _proxied(b.slots):
+            try:
+                result = (module if module is not None else fn)(*pargs, **pkw)
+            except TypeError as e:
+                if _BOOL_ONLY not in str(e):
+                    raise
+                raise _SymBoolArgument(e, list(ctx.env.guards)) from e
+            output, out_spec = _output(ctx, result)
+            ctx.flush_asserts()
+    finally:  # the modules as before the call: the jit writes after running the trace
+        for mod, attr, old, _ in reversed(writes.values()):
+            if old is MISSING:
+                delattr(mod, attr)
+            else:
+                setattr(mod, attr, old)
 
     trace = Trace("computation", [], list(ctx.nodes), output, ctx.asserts, dict(ctx.constants))
     trace = dce(cse(trace))
@@ -178,7 +251,18 @@ def trace_call(
         run = fn.apply
     labels_map = {i.symbol: i.label for i in env.symbols}
     return Traced(
-        prologue, trace, run, out_spec, guards, env, labels_map, time.perf_counter() - t0, backward
+        prologue,
+        trace,
+        run,
+        out_spec,
+        guards,
+        env,
+        labels_map,
+        time.perf_counter() - t0,
+        backward,
+        b,
+        grad,
+        _paths(module, writes),
     )
 
 
@@ -265,6 +349,14 @@ def _simplify_metas(trace: Trace, env) -> None:
     for n in trace.nodes:
         for v in n.outputs:
             fix(v)
+
+
+def _paths(module, writes: dict) -> tuple:
+    """``(submodule path, attribute, value)`` for each module attribute written."""
+    if not writes:
+        return ()
+    path = {id(m): name for name, m in module.named_modules(remove_duplicate=False)}
+    return tuple((path[id(mod)], attr, value) for mod, attr, _, value in writes.values())
 
 
 def _simple(v) -> bool:

@@ -13,14 +13,19 @@ from symshape.ops.registry import BY_NAME, OpDef, lookup, register, supported_op
 FAMILIES = (
     "elementwise", "metadata", "casts", "factories", "reductions", "linalg", "views",
     "indexing", "joins", "sorting", "datadep", "nn", "dropout", "conv", "pooling", "resize", "losses",
+    "random", "special", "views_extra", "fft", "linalg_extra", "linalg_misc",
+    "scans_extra", "indexing_extra", "nn_extra", "factories_extra",
 )  # fmt: skip
 GRADIENTS = (
     "elementwise_vjp", "casts_vjp", "factories_vjp", "reductions_vjp", "linalg_vjp",
     "views_vjp", "indexing_vjp", "joins_vjp", "datadep_vjp", "nn_vjp", "conv_vjp",
-    "pooling_vjp", "resize_vjp", "losses_vjp",
+    "pooling_vjp", "resize_vjp", "losses_vjp", "random_vjp",
+    "special_vjp", "views_extra_vjp", "fft_vjp", "linalg_extra_vjp",
+    "scans_extra_vjp", "indexing_extra_vjp", "nn_extra_vjp", "factories_extra_vjp",
 )  # fmt: skip
 for _module in FAMILIES + GRADIENTS:
     importlib.import_module(f"symshape.ops.{_module}")
+importlib.import_module("symshape.ops.inplace").mark_allocating()
 
 # Ops whose rules give eager's output layout even for non-contiguous inputs: the
 # views family (ported from ATen's stride logic) and ops that always allocate a

@@ -128,10 +128,21 @@ def _f_dropout(name: str, kernel: str, training_default: bool):
                 "silence this warning, please use dropout instead.",
                 stacklevel=3,
             )
+        if name == "dropout3d" and m.ndim != 5:  # F.dropout3d adds a batch dim around the kernel
+            if inplace:
+                raise NotImplementedError(
+                    "F.dropout3d(inplace=True) of an unbatched input is not supported while "
+                    "tracing; use inplace=False"
+                )
+            return decompose(ctx, _dropout3d_unbatched, input, p, training)
         k = _KERNELS[kernel + ("_" if inplace else "")]
         return k.rule(ctx, k, input, p, training)
 
     return rule
+
+
+def _dropout3d_unbatched(input, p, training):
+    return torch.feature_dropout(input.unsqueeze(0), p, training).squeeze(0)
 
 
 for _name, _kernel, _training in (

@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from symshape.ops._helpers import broadcast_shapes, device_of, is_tensor, result_type
+from symshape.ops.inplace import update
 from symshape.ops.registry import REGISTRY, OpDef, define, register, tensor_method
 
 # name -> type promotion kind (as torch's ELEMENTWISE_TYPE_PROMOTION_KIND)
@@ -112,8 +113,7 @@ def unary_(kind: str):
         ctx.meta(input)
         out = result_type(input, kind=kind)
         _check_inplace_cast(out, ctx.meta(input).dtype, op.name)
-        ctx.emit(op, (input, *args), kwargs, effect=True)
-        return input
+        return update(ctx, op, (input, *args), kwargs)
 
     return rule
 
@@ -154,8 +154,7 @@ def binary_(kind: str):
             )
         k = "DEFAULT" if kwargs.get("rounding_mode") is not None else kind
         _check_inplace_cast(result_type(input, other, kind=k), m.dtype, op.name)
-        ctx.emit(op, (input, other, *args), kwargs, effect=True)
-        return input
+        return update(ctx, op, (input, other, *args), kwargs)
 
     return rule
 
@@ -273,24 +272,25 @@ def where(ctx, op, condition, input=None, other=None):
 @register("masked_fill", "torch.masked_fill", tensor_method("masked_fill"), tags={"elementwise"})
 def masked_fill(ctx, op, input, mask, value):
     m = ctx.meta(input)
+    shape = broadcast_shapes(ctx, m.shape, ctx.meta(mask).shape)  # out of place: both broadcast
+    if ctx.meta(mask).dtype is not torch.bool:
+        raise RuntimeError("masked_fill_ only supports boolean masks")
+    if is_tensor(value) and ctx.meta(value).ndim != 0:
+        raise RuntimeError("masked_fill only supports a 0-dimensional value tensor")
+    return ctx.emit(op, (input, mask, value), {}, _out(ctx, shape, m.dtype, input))
+
+
+@register("masked_fill_", "torch.Tensor.masked_fill_", tags={"elementwise"}, effect=True)
+def masked_fill_(ctx, op, input, mask, value):
+    m = ctx.meta(input)
     shape = broadcast_shapes(ctx, m.shape, ctx.meta(mask).shape)
     if len(shape) != m.ndim or any(not ctx.same(a, b) for a, b in zip(shape, m.shape)):
         raise RuntimeError(
             f"masked_fill: mask of shape {list(ctx.meta(mask).shape)} does not broadcast to {list(m.shape)}"
         )
-    if ctx.meta(mask).dtype is not torch.bool:
-        raise RuntimeError("masked_fill_ only supports boolean masks")
-    if is_tensor(value) and ctx.meta(value).ndim != 0:
-        raise RuntimeError("masked_fill only supports a 0-dimensional value tensor")
-    return ctx.emit(op, (input, mask, value), {}, _out(ctx, m.shape, m.dtype, input))
-
-
-@register("masked_fill_", "torch.Tensor.masked_fill_", tags={"elementwise"}, effect=True)
-def masked_fill_(ctx, op, input, mask, value):
     masked_fill.rule(ctx, masked_fill, input, mask, value)
     ctx.nodes.pop()
-    ctx.emit(op, (input, mask, value), {}, effect=True)
-    return input
+    return update(ctx, op, (input, mask, value))
 
 
 def _clamp_rule(ctx, op, input, min=None, max=None):
@@ -312,8 +312,7 @@ register("clamp_max", "torch.clamp_max", tensor_method("clamp_max"))(binary("DEF
 @register("clamp_", "torch.Tensor.clamp_", tensor_method("clip_"), effect=True)
 def clamp_(ctx, op, input, min=None, max=None):
     ctx.meta(input)
-    ctx.emit(op, (input,), {"min": min, "max": max}, effect=True)
-    return input
+    return update(ctx, op, (input,), {"min": min, "max": max})
 
 
 def _ternary(kind: str, n_tensor_args: int):

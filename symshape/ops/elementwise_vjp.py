@@ -307,29 +307,33 @@ def _xlogy(ctx, grads, outs, input, other):
     return {0: g * torch.xlogy(nonzero, other), 1: g * input / other if is_t(other) else None}
 
 
+# reflected operators compute ``other <op> input``; ``other`` may be a tensor too
+
+
 @vjp(*_present("reflected__rsub"))
 def _r_sub(ctx, grads, outs, input, other):
-    return {0: -grads[0]}
+    return {0: -grads[0], 1: grads[0] if is_t(other) else None}
 
 
 @vjp(*_present("reflected__radd"))
 def _r_add(ctx, grads, outs, input, other):
-    return {0: grads[0]}
+    return {0: grads[0], 1: grads[0] if is_t(other) else None}
 
 
 @vjp(*_present("reflected__rmul"))
 def _r_mul(ctx, grads, outs, input, other):
-    return {0: grads[0] * other}
+    return {0: grads[0] * other, 1: grads[0] * input if is_t(other) else None}
 
 
 @vjp(*_present("reflected__rdiv", "reflected__rtruediv"))
 def _r_div(ctx, grads, outs, input, other):
-    return {0: -grads[0] * other / (input * input)}
+    return {0: -grads[0] * other / (input * input), 1: grads[0] / input if is_t(other) else None}
 
 
 @vjp(*_present("reflected__rpow"))
-def _r_pow(ctx, grads, outs, input, other):
-    return {0: grads[0] * outs[0] * math.log(other) if other > 0 else grads[0] * 0}
+def _r_pow(ctx, grads, outs, input, other):  # other ** input: pow's gradient, operands swapped
+    r = _pow(ctx, grads, outs, other, input)
+    return {0: r.get(1), 1: r.get(0)}
 
 
 # -- ternary and selection --------------------------------------------------------------
@@ -362,10 +366,11 @@ def _clamp(ctx, grads, outs, input, min=None, max=None):
     if max is not None:
         keep = keep & (input <= max)
     out = {0: torch.where(keep, g, 0.0) if needs(input) else None}
+    both = max is not None and min is not None  # eager: max wins where min > max
     if is_t(min) and needs(min):
-        out["min"] = torch.where(input < min, g, 0.0)
+        out["min"] = torch.where((input < min) & (min < max) if both else input < min, g, 0.0)
     if is_t(max) and needs(max):
-        out["max"] = torch.where(input > max, g, 0.0)
+        out["max"] = torch.where((input > max) | (max < min) if both else input > max, g, 0.0)
     return out
 
 
@@ -442,7 +447,11 @@ def _conj(ctx, grads, outs, input):
 
 @vjp("ldexp")
 def _ldexp(ctx, grads, outs, input, other):  # eager's 2 ** other is integer (0 when other < 0)
-    return {0: grads[0] * torch.pow(2, other)}
+    g = grads[0]
+    return {
+        0: g * torch.pow(2, other),
+        1: g * outs[0] * math.log(2.0) if is_t(other) and needs(other) else None,
+    }
 
 
 @vjp("logaddexp2")
@@ -452,8 +461,8 @@ def _logaddexp2(ctx, grads, outs, input, other):
 
 
 @vjp(*_present("reflected__rmod"))
-def _r_mod(ctx, grads, outs, input, other):  # other % input, differentiated in input
-    return {0: -grads[0] * torch.floor_divide(other, input)}
+def _r_mod(ctx, grads, outs, input, other):  # other % input
+    return {0: -grads[0] * torch.floor_divide(other, input), 1: grads[0] if is_t(other) else None}
 
 
 nondifferentiable(

@@ -20,6 +20,7 @@ import torch
 from symshape.ir import TensorMeta
 from symshape.ops._helpers import check_nonnegative, is_tensor, sym_tuple
 from symshape.ops.casts import device_arg, format_strides
+from symshape.ops.inplace import update
 from symshape.ops.registry import register, tensor_method
 from symshape.sym import expr as E
 from symshape.sym import logic as L
@@ -429,8 +430,7 @@ def _triangle(ctx, op, input, diagonal=0):
         raise RuntimeError(f"{op.name.rstrip('_')}: input tensor must have at least 2 dimensions")
     args = (input,) if isinstance(diagonal, int) and diagonal == 0 else (input, diagonal)
     if op.effect:
-        ctx.emit(op, args, {}, effect=True)
-        return input
+        return update(ctx, op, args)
     return ctx.emit(op, args, {}, ctx.out_meta(m.shape, m.dtype, m.device))
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import torch
 
 from symshape.ops._helpers import broadcast_shapes, norm_dim, numel
+from symshape.ops.inplace import update
 from symshape.ops.registry import register, tensor_method
 from symshape.ops.views import (
     check_index,
@@ -310,8 +311,12 @@ def setitem(ctx, op, input, index, value):
 # -- index functions -------------------------------------------------------------------------
 
 
-def _index_dtype(ctx, name, index, dtypes=INDEX_DTYPES):
-    if ctx.meta(index).dtype not in dtypes:
+def _index_dtype(ctx, name, index, dtypes=INDEX_DTYPES, *, unless_empty=False):
+    """Eager's index dtype check (gather and scatter skip it for an empty index)."""
+    im = ctx.meta(index)
+    if im.dtype not in dtypes:
+        if unless_empty and decide(ctx, L.eq(numel(im.shape), 0)):
+            return
         raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
 
 
@@ -342,9 +347,11 @@ def _size1(shape, i):
 @register("gather", "torch.gather", torch.Tensor.gather)
 def gather(ctx, op, input, dim, index, *, sparse_grad=False):
     m, im = ctx.meta(input), ctx.meta(index)
-    _index_dtype(ctx, "gather", index)
+    _index_dtype(ctx, "gather", index, unless_empty=True)
     d = norm_dim(dim, m.ndim)
-    if max(m.ndim, 1) != max(im.ndim, 1):
+    if max(m.ndim, 1) != max(im.ndim, 1):  # eager checks nothing more for an empty index
+        if decide(ctx, L.eq(numel(im.shape), 0)):
+            return ctx.emit(op, (input, d, index), {}, ctx.out_meta(im.shape, m.dtype, m.device))
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     fits = [L.le(_size1(im.shape, i), _size1(m.shape, i)) for i in range(max(m.ndim, 1)) if i != d]
     if not decide(ctx, L.or_(L.eq(numel(im.shape), 0), L.and_(*fits))):
@@ -377,16 +384,20 @@ def take_along_dim(ctx, op, input, indices, dim=None):
 
 
 def _scatter_checks(ctx, name, m, d, im, src):
-    if max(m.ndim, 1) != max(im.ndim, 1):
-        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    if src is not None and ctx.meta(src).dtype != m.dtype:
+        raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
     n = max(m.ndim, 1)
+    ranks = [("self", m)] + ([("src", ctx.meta(src))] if src is not None else [])
+    for what, t in ranks:  # eager checks no shape for an empty index
+        if max(t.ndim, 1) != max(im.ndim, 1):
+            if decide(ctx, L.eq(numel(im.shape), 0)):
+                return
+            raise RuntimeError(
+                f"Index tensor must have the same number of dimensions as {what} tensor"
+            )
     fits = [L.le(_size1(im.shape, i), _size1(m.shape, i)) for i in range(n) if i != d]
     if src is not None:
         sm = ctx.meta(src)
-        if sm.dtype != m.dtype:
-            raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
-        if max(sm.ndim, 1) != n:
-            raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
         fits += [L.le(_size1(im.shape, i), _size1(sm.shape, i)) for i in range(n)]
     if not decide(ctx, L.or_(L.eq(numel(im.shape), 0), L.and_(*fits))):
         more = (
@@ -400,7 +411,7 @@ def _scatter_checks(ctx, name, m, d, im, src):
 
 def _scatter(ctx, input, dim, index, src=None, value=None, *, reduce=None):
     m = ctx.meta(input)
-    _index_dtype(ctx, "scatter", index)
+    _index_dtype(ctx, "scatter", index, unless_empty=True)
     d = norm_dim(dim, m.ndim)
     source = src if src is not None else value
     if source is None:
@@ -413,7 +424,7 @@ def _scatter(ctx, input, dim, index, src=None, value=None, *, reduce=None):
 
 def _scatter_add(ctx, input, dim, index, src):
     m = ctx.meta(input)
-    _index_dtype(ctx, "scatter_add", index)
+    _index_dtype(ctx, "scatter_add", index, unless_empty=True)
     d = norm_dim(dim, m.ndim)
     _scatter_checks(ctx, "scatter_add", m, d, ctx.meta(index), src)
     return (input, d, index, src), {}, ctx.out_meta(m.shape, m.dtype, m.device)
@@ -487,8 +498,7 @@ def _out_of_place(plan):
 def _in_place(plan):
     def rule(ctx, op, *args, **kwargs):
         a, kw, _ = plan(ctx, *args, **kwargs)
-        ctx.emit(op, a, kw, None, effect=True)
-        return a[0]
+        return update(ctx, op, a, kw)
 
     return rule
 

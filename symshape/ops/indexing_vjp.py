@@ -145,6 +145,7 @@ def _take_along_dim(ctx, grads, outs, input, indices, dim=None):
     out = sizes(ctx, outs[0])
     full = list(out)
     full[dim] = sizes(ctx, input)[dim]
+    indices = indices.remainder(full[dim])  # eager takes indices modulo the size
     return {0: g.new_zeros(full).scatter_add(dim, indices.expand(out), g)}
 
 

@@ -21,6 +21,7 @@ numbers (never merged by CSE).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -256,8 +257,15 @@ def _f_group_norm(ctx, op, input, num_groups, weight=None, bias=None, eps=1e-5):
 def _running(ctx, m, tensors) -> None:
     """Per-channel tensors of batch/instance norm hold ``C`` elements (unchecked when
     the input is empty: eager returns a copy of it)."""
-    if m.ndim < 2:
-        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
+    if m.ndim < 2:  # eager returns an empty input's copy before it reads a channel count
+        expect(
+            ctx,
+            L.eq(numel(m.shape), 0),
+            lambda: IndexError(
+                "Dimension out of range (expected to be in range of [-1, 0], but got 1)"
+            ),
+        )
+        return
     c = m.shape[1]
     empty = L.eq(numel(m.shape), 0)
     for what, t in tensors:
@@ -518,10 +526,42 @@ def _sdpa(
                 f"{show(ctx, full)}"
             ),
         )
+    weights = (*batch, length, s)
     batch = broadcast_shapes(ctx, batch, vb)
     _bmm_sizes(ctx, batch, s, v.shape[-2])
     shape = (*batch, length, v.shape[-1])
+    if target is sdpa_dropout and _math_kernel(ctx, query, key, value, attn_mask):
+        # eager's own CPU kernel, which also returns the attention weights after
+        # dropout: its gradient needs them (the same random draws as eager's)
+        if attn_mask is not None and ctx.meta(attn_mask).dtype == torch.bool:
+            mask = decompose(ctx, _additive_mask, attn_mask, q.dtype)
+            args = (query, key, value, mask, *args[4:])
+        o, _ = ctx.emit(
+            sdpa_math,
+            args,
+            kwargs,
+            (out(ctx, shape, q.dtype, query, key, value), out(ctx, weights, q.dtype, query, key)),
+        )
+        return o
     return ctx.emit(target, args, kwargs, out(ctx, shape, q.dtype, query, key, value))
+
+
+def _additive_mask(mask, dtype):
+    # eager's convert_boolean_attn_mask: 0 where attending, -inf elsewhere
+    zero = torch.zeros((), dtype=dtype, device=mask.device)
+    return torch.where(mask, zero, torch.full((), -math.inf, dtype=dtype, device=mask.device))
+
+
+def _math_kernel(ctx, *tensors) -> bool:
+    """Dropout in attention that needs gradients, on the CPU: eager runs
+    ``_scaled_dot_product_attention_math`` there (other devices draw the dropout
+    mask inside fused kernels)."""
+    ts = [ctx.meta(t) for t in tensors if t is not None]
+    return (
+        torch.is_grad_enabled()
+        and any(m.requires_grad for m in ts)
+        and all(m.device.type == "cpu" for m in ts)
+    )
 
 
 def _bmm_sizes(ctx, batch, want, got) -> None:
@@ -568,6 +608,17 @@ sdpa_dropout = define(
         "scaled_dot_product_attention_dropout",
         "torch._C._nn.scaled_dot_product_attention",
         torch._C._nn.scaled_dot_product_attention,
+        _sdpa,
+        random=True,
+    ),
+    [],
+)
+# with dropout where gradients are needed: (output, attention weights after dropout)
+sdpa_math = define(
+    OpDef(
+        "scaled_dot_product_attention_math",
+        "torch.ops.aten._scaled_dot_product_attention_math.default",
+        torch.ops.aten._scaled_dot_product_attention_math.default,
         _sdpa,
         random=True,
     ),

@@ -226,6 +226,8 @@ def _batch_norm(
     cudnn_enabled,
 ):
     mask = _mask(input, weight, bias)
+    if input.dim() < 2 and weight is None and bias is None:  # empty: the output is a copy
+        return {0: grads[0]}
     gs = _batch_norm_grads(
         input, grads[0], weight, running_mean, running_var, bool(training), eps, mask
     )
@@ -300,9 +302,10 @@ def _native_dropout(ctx, grads, outs, input, p, train):
 @vjp("scaled_dot_product_attention_dropout")
 def _sdpa_dropout(ctx, grads, outs, *args, **kwargs):
     raise TracingError(
-        "scaled_dot_product_attention with dropout_p > 0 has no exact gradient in symshape (eager "
-        "draws its dropout mask inside a fused kernel). Fix: use dropout_p=0.0 while training "
-        "through symshape.jit, or apply F.dropout to the attention output instead."
+        "scaled_dot_product_attention with dropout_p > 0 has no exact gradient in symshape off "
+        "the CPU (eager draws its dropout mask inside a fused kernel there). Fix: use "
+        "dropout_p=0.0 while training through symshape.jit, or apply F.dropout to the "
+        "attention output instead."
     )
 
 
@@ -348,7 +351,41 @@ def _sdpa(
     scale=None,
     enable_gqa=False,
 ):
-    g = grads[0]
+    return _attention(
+        ctx, grads[0], None, query, key, value, attn_mask, is_causal, scale, enable_gqa
+    )
+
+
+@vjp("scaled_dot_product_attention_math")
+def _sdpa_math(
+    ctx,
+    grads,
+    outs,
+    query,
+    key,
+    value,
+    attn_mask=None,
+    dropout_p=0.0,
+    is_causal=False,
+    dropout_mask=None,
+    scale=None,
+    enable_gqa=False,
+):
+    # outs[1] = D = dropout(P): out = D @ v. With the kept mask K, D = P * K / (1 - p),
+    # so P * dL/dP = dL/dD * D, and softmax's backward needs no mask:
+    # dL/dscores = dL/dD * D - P * sum(dL/dD * D)
+    g, g_weights = grads[0], grads[1]
+    if g is None:
+        g = torch.zeros_like(outs[0])
+    return _attention(
+        ctx, g, outs[1], query, key, value, attn_mask, is_causal, scale, enable_gqa, g_weights
+    )
+
+
+def _attention(
+    ctx, g, dropped, query, key, value, attn_mask, is_causal, scale, enable_gqa, g_dropped=None
+):
+    """Gradients of attention; ``dropped`` are the weights after dropout (None: none)."""
     q, k, v = query, key, value
     gqa = enable_gqa and q.dim() >= 3 and k.dim() >= 3 and v.dim() >= 3
     if gqa:
@@ -367,11 +404,17 @@ def _sdpa(
         attn = torch.where((scores == -math.inf).all(-1, keepdim=True), 0.0, attn)
     res = {}
     if needs(value):
-        gv = attn.transpose(-2, -1).matmul(g)
+        gv = (attn if dropped is None else dropped).transpose(-2, -1).matmul(g)
         res[2] = _sum_heads(gv, value.size(-3)) if gqa else gv
     if needs(query) or needs(key) or (is_t(attn_mask) and needs(attn_mask)):
         ga = g.matmul(v.transpose(-2, -1))
-        gs = attn * (ga - (ga * attn).sum(-1, keepdim=True))  # softmax's backward
+        if g_dropped is not None:
+            ga = ga + g_dropped
+        if dropped is None:
+            gs = attn * (ga - (ga * attn).sum(-1, keepdim=True))  # softmax's backward
+        else:
+            gd = ga * dropped
+            gs = gd - attn * gd.sum(-1, keepdim=True)
         if needs(query):
             res[0] = gs.matmul(k) * s
         if needs(key):

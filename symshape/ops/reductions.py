@@ -321,7 +321,7 @@ for _n in ("softmax", "log_softmax"):
 @_numpy_names
 def logsumexp(ctx, op, input, dim, keepdim=False):
     m = ctx.meta(input)
-    if isinstance(dim, (tuple, list)) and len(dim) == 0:
+    if isinstance(dim, (tuple, list)) and len(dim) == 0 and m.ndim:
         raise RuntimeError("logsumexp(): dim=() is not supported (eager raises a shape error)")
     dims = norm_dims(dim, m.ndim)
     shape = reduced_shape(m.shape, dims, keepdim)

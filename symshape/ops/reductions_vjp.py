@@ -75,6 +75,14 @@ def _scalar(x, value):
     return x.new_full((), value, dtype=torch.float64)
 
 
+def _dof(x, n, correction):
+    """``n - correction``; a 0-d tensor when ``n`` is symbolic and ``correction`` is
+    not a whole number (a float of a size would be decided, so specialized)."""
+    if isinstance(n, int) or float(correction).is_integer():
+        return n - (int(correction) if float(correction).is_integer() else correction)
+    return _scalar(x, n) - correction
+
+
 def _two_over(x, den):
     """``2 / den`` as eager's C++ double computes it (``inf`` for a zero ``den``)."""
     den = _scalar(x, den)
@@ -255,7 +263,7 @@ def _var_grad(ctx, g, x, dim, correction, keepdim):
     if dim is None or _ndim(ctx, x) == 0:  # a full reduction: eager checks the dof
         n = _count(x, range(_ndim(ctx, x)))
         centered = x - x.mean()
-        dof = n - correction
+        dof = _dof(x, n, correction)
         # n - correction > 0  <=>  n > floor(correction), for an integer n
         positive = (
             n > correction
@@ -267,11 +275,13 @@ def _var_grad(ctx, g, x, dim, correction, keepdim):
         edge = g * torch.where(centered == 0, math.nan, math.inf)  # inf * (x - mean)
         if positive is False:
             return edge
-        dof_t = _scalar(x, dof)  # undecided: select at run time, no guard
+        dof_t = (
+            dof if isinstance(dof, torch.Tensor) else _scalar(x, dof)
+        )  # undecided: select at run time, no guard
         return torch.where(dof_t > 0, (2.0 / dof_t) * g * centered, edge)
     dims = _reduced(ctx, x, dim)
     g = _restore(g, dims, keepdim) if _ndim(ctx, x) > 1 else g
-    return _two_over(x, _count(x, dims) - correction) * g * (x - x.mean(dim, keepdim=True))
+    return _two_over(x, _dof(x, _count(x, dims), correction)) * g * (x - x.mean(dim, keepdim=True))
 
 
 def _std_to_var(g, std):

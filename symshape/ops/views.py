@@ -233,26 +233,31 @@ def view_strides(ctx, old, old_strides, new, exact: bool = True):
     instead, and at run time eager's reshape makes the same values either way)."""
     if old_strides is None:
         return contiguous_strides(new)
-    r = _view_strides(ctx, old, old_strides, new, generic_first=True)
+    r = _view_strides(ctx, old, old_strides, new, generic_first=True, oblivious=exact)
     if r is None and exact:
         r = _view_strides(ctx, old, old_strides, new, generic_first=False)
     return r
 
 
-def _view_strides(ctx, old, old_strides, new, generic_first: bool):
+def _view_strides(ctx, old, old_strides, new, generic_first: bool, oblivious: bool = False):
+    # oblivious: what generic sizes leave open takes ATen's size-oblivious default
+    # (guard_or_true / guard_or_false in computeStride), with no guard: a view found
+    # so is eager's for every size, and a miss is re-derived exactly (``view``)
     if not old:
         return (1,) * len(new)
 
-    def g(cond) -> bool:
+    def g(cond, default: bool) -> bool:
         if generic_first:
             r = generic(ctx, cond)
             if r is not None:
                 return r
+            if oblivious:
+                return default
         return ctx.guard(cond)
 
     total = numel(old)
-    if g(L.eq(total, 0)):
-        if len(old) == len(new) and all(g(L.eq(a, b)) for a, b in zip(old, new)):
+    if g(L.eq(total, 0), False):
+        if len(old) == len(new) and all(g(L.eq(a, b), False) for a, b in zip(old, new)):
             return tuple(old_strides)
         return contiguous_strides(tuple(E.sym_max(d, 1) for d in new))
     out = [0] * len(new)
@@ -262,13 +267,16 @@ def _view_strides(ctx, old, old_strides, new, generic_first: bool):
     for d in range(len(old) - 1, -1, -1):
         tensor_numel = E.mul(tensor_numel, old[d])
         if d == 0 or (
-            g(L.ne(old[d - 1], 1)) and g(L.ne(old_strides[d - 1], E.mul(tensor_numel, base)))
+            g(L.ne(old[d - 1], 1), True)
+            and g(L.ne(old_strides[d - 1], E.mul(tensor_numel, base)), True)
         ):
-            while view_d >= 0 and (g(L.lt(view_numel, tensor_numel)) or g(L.eq(new[view_d], 1))):
+            while view_d >= 0 and (
+                g(L.lt(view_numel, tensor_numel), True) or g(L.eq(new[view_d], 1), False)
+            ):
                 out[view_d] = E.mul(view_numel, base)
                 view_numel = E.mul(view_numel, new[view_d])
                 view_d -= 1
-            if g(L.ne(view_numel, tensor_numel)):
+            if g(L.ne(view_numel, tensor_numel), True):
                 return None
             if d > 0:
                 base = old_strides[d - 1]
@@ -381,7 +389,8 @@ def permute(ctx, op, input, *dims, **kw):
 
 def _swap(ndim: int, a: int, b: int) -> list:
     perm = list(range(ndim))
-    perm[a], perm[b] = perm[b], perm[a]
+    if ndim:  # a 0-d tensor "transposes" dims 0 and -1 to itself, as in eager
+        perm[a], perm[b] = perm[b], perm[a]
     return perm
 
 
@@ -624,9 +633,20 @@ def narrow(ctx, op, input, dim, start, length):
     m = ctx.meta(input)
     if m.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
-    if isinstance(start, torch.Tensor):
-        raise NotImplementedError("narrow with a tensor start is not supported while tracing")
     d = norm_dim(dim, m.ndim)
+    if isinstance(start, torch.Tensor):  # read when the trace runs; eager checks its range then
+        sm = ctx.meta(start)
+        if sm.ndim != 0 or sm.dtype.is_floating_point or sm.dtype.is_complex:
+            raise RuntimeError("start must be an 0-dim integral Tensor.")
+        n = ctx.sym(length)
+        if not decide(ctx, L.ge(n, 0)):
+            raise RuntimeError("narrow(): length must be non-negative.")
+        if not decide(ctx, L.le(n, m.shape[d])):
+            raise RuntimeError(
+                f"start + length ({show(ctx, n)}) exceeds dimension size ({show(ctx, m.shape[d])})."
+            )
+        shape = (*m.shape[:d], n, *m.shape[d + 1 :])
+        return ctx.emit(op, (input, d, start, length), {}, view_meta(ctx, m, shape, strides_of(m)))
     size = m.shape[d]
     s, n = ctx.sym(start), ctx.sym(length)
     if not decide(ctx, L.ge(n, 0)):

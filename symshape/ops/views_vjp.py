@@ -13,6 +13,8 @@ builder sums it back over the expanded dims (``sum_to``), as eager does.
 
 from __future__ import annotations
 
+import torch
+
 from symshape.ops.grad import vjp
 from symshape.ops.indexing_vjp import reshaped, scatter_into, sizes
 from symshape.ops.views import decide, negative
@@ -80,6 +82,11 @@ def _select(ctx, grads, outs, input, dim, index):
 
 @vjp("narrow")
 def _narrow(ctx, grads, outs, input, dim, start, length):
+    if isinstance(start, torch.Tensor):  # a start read at run time: add g at start + arange
+        size = sizes(ctx, input)[dim]
+        first = torch.where(start < 0, start + size, start)
+        index = first + torch.arange(length, device=start.device)
+        return {0: torch.zeros_like(input).index_add(dim, index, grads[0])}
     if negative(ctx, ctx.sym(start)):  # decided by the forward
         start = start + sizes(ctx, input)[dim]
     return {

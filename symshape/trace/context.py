@@ -50,6 +50,12 @@ class TraceContext:
         self.where_override = None  # a backward records the forward op's line
         self.touched: set[int] = set()  # ids of Vars whose tensor metadata was read
         self.observed_layout = False
+        # set when a retrace must decide every size comparison where it is made
+        # (a SymBool reached an argument that takes only a Python bool)
+        self.decide_comparisons = False
+        # ids of tensor Vars made here by an op that allocates its result (tag
+        # "allocates") and not passed since to an op whose result may view them
+        self.unaliased: set[int] = set()
 
     def _where(self):
         """The user's line: the current frame, or (in a backward) the forward op's."""
@@ -489,11 +495,39 @@ class TraceContext:
         if isinstance(out, TensorMeta):
             v = self.new_var("t", out)
             self.nodes.append(Node(op, a, kw, (v,), where, extra=extra))
+            self._track_fresh(op, self.nodes[-1])
             return self.proxy(v, out)
         vs = tuple(self.new_var("t", m) for m in out)
         self.nodes.append(Node(op, a, kw, vs, where, unpack=True, extra=extra))
+        self._track_fresh(op, self.nodes[-1])
         proxies = [self.proxy(v, m) for v, m in zip(vs, out)]
         return tuple(proxies) if isinstance(out, tuple) else proxies
+
+    def _track_fresh(self, op, node: Node) -> None:
+        if "allocates" in getattr(op, "tags", ()):
+            self.unaliased.update(id(v) for v in node.outputs)
+        else:  # its result may be a view of its tensor arguments
+            self.unaliased.difference_update(id(v) for v in node.inputs())
+
+    def may_rebind(self, t) -> bool:
+        """Can an in-place update of ``t`` be recorded as a new value that ``t``
+        stands for from now on? Yes when nothing else may see ``t``'s memory: it
+        was made in this trace by an op that allocates its result, and no op
+        that may return a view of it has read it since."""
+        return isinstance(t, TensorProxy) and id(t._ss_var) in self.unaliased
+
+    def rebind(self, t: TensorProxy, value: TensorProxy) -> TensorProxy:
+        """From now on the proxy ``t`` stands for ``value`` (the result of an
+        in-place update recorded out of place)."""
+        self._own(value)
+        if t._ss_meta.requires_grad and not value._ss_meta.requires_grad:
+            # eager: the updated tensor still requires grad (``eq_`` passes none back)
+            value._ss_var.meta = value._ss_meta = value._ss_meta.like(requires_grad=True)
+        t._ss_var, t._ss_meta = value._ss_var, value._ss_meta
+        if value._ss_meta.requires_grad and not t.requires_grad:
+            with torch._C.DisableTorchFunction():
+                t.requires_grad_(True)
+        return t
 
     def unbacked(self, source: str, min=None, max=None) -> E.Symbol:
         """A fresh data-dependent size or value, bound later by ``emit_binding``."""
@@ -516,6 +550,7 @@ class TraceContext:
             out = [_with_grad(m, getattr(op, "differentiable", True)) for m in out]
         tvars = tuple(self.new_var("t", m) for m in out)
         self.nodes.append(Node(op, a, kw, (*svars, *tvars), self._where(), unpack=True))
+        self._track_fresh(op, self.nodes[-1])
         return [self.proxy(v, m) for v, m in zip(tvars, out)]
 
     def emit_const(self, value, prefix: str = "k"):

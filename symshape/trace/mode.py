@@ -4,12 +4,21 @@ made while tracing to its op rule.
 Calls with no tensor argument (factories such as ``torch.zeros``) and property
 reads (``x.shape``) reach it too. The rule table is injected (``lookup``) so
 that this layer does not depend on ``symshape.ops``.
+
+A few Python functions of torch change or read global state without ever
+reaching ``__torch_function__`` (``torch.manual_seed``, ``torch.get_rng_state``).
+Run at trace time only, their effect would silently vanish from the trace; while
+a trace is recorded on this thread they are routed to their rules too
+(``PYTHON_LEVEL``), and elsewhere they behave as always.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
+import torch
+import torch.random
 from torch.overrides import TorchFunctionMode
 
 from symshape.sym.source import user_location
@@ -20,6 +29,8 @@ def op_name(func) -> str:
     """A readable name for an intercepted torch callable."""
     if type(func).__name__ == "method-wrapper" and func.__name__ == "__get__":
         return f"Tensor.{getattr(func.__self__, '__name__', '?')} (attribute)"
+    if isinstance(func, torch._ops.OpOverload):  # a torch.library op: torch.ops.ns.name.overload
+        return f"torch.ops.{func.namespace}.{func._opname}.{func._overloadname}"
     mod = getattr(func, "__module__", None) or ""
     qual = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
     qual = qual.replace("TensorBase.", "Tensor.").replace("_VariableFunctionsClass.", "")
@@ -40,3 +51,79 @@ class TracingMode(TorchFunctionMode):
         if op is None:
             raise UnsupportedOpError(op_name(func), user_location())
         return op.rule(self.ctx, op, *args, **(kwargs or {}))
+
+    def __enter__(self):
+        _routing.push(self)
+        try:
+            return super().__enter__()
+        except BaseException:
+            _routing.pop()
+            raise
+
+    def __exit__(self, *exc):
+        try:
+            return super().__exit__(*exc)
+        finally:
+            _routing.pop()
+
+
+# (module, attribute): Python-level torch functions routed to their rules while tracing
+PYTHON_LEVEL = tuple(
+    (mod, name)
+    for mod in (torch, torch.random)
+    for name in ("manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state")
+)
+
+
+class _Routing:
+    """Swaps ``PYTHON_LEVEL`` functions for routers while any trace is recorded;
+    a router sends the call to the innermost TracingMode of its own thread."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.depth = 0
+        self.originals: dict = {}
+        self.tls = threading.local()
+
+    def push(self, mode: TracingMode) -> None:
+        stack = self.tls.__dict__.setdefault("stack", [])
+        stack.append(mode)
+        with self.lock:
+            self.depth += 1
+            if self.depth == 1:
+                for mod, name in PYTHON_LEVEL:
+                    fn = getattr(mod, name)
+                    self.originals[(mod, name)] = fn
+                    setattr(mod, name, _router(fn, self.tls))
+
+    def pop(self) -> None:
+        self.tls.stack.pop()
+        with self.lock:
+            self.depth -= 1
+            if self.depth == 0:
+                for (mod, name), fn in self.originals.items():
+                    setattr(mod, name, fn)
+                self.originals.clear()
+
+
+def _router(fn: Callable, tls) -> Callable:
+    def route(*args, **kwargs):
+        stack = getattr(tls, "stack", None)
+        if not stack:
+            return fn(*args, **kwargs)  # another thread, not tracing
+        mode = stack[-1]
+        f, op = fn, None
+        while op is None and f is not None:  # torch may wrap these (torch._disable_dynamo)
+            op = mode.lookup(f)
+            f = getattr(f, "__wrapped__", None)
+        if op is None:
+            raise UnsupportedOpError(f"torch.{fn.__name__}", user_location())
+        return op.rule(mode.ctx, op, *args, **kwargs)
+
+    route.__name__ = route.__qualname__ = fn.__name__
+    route.__doc__ = fn.__doc__
+    route.__wrapped__ = fn
+    return route
+
+
+_routing = _Routing()

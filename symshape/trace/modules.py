@@ -4,9 +4,13 @@ A trace of ``model.forward`` depends on more than parameters: ``self.training``
 decides dropout, ``self.eps`` a constant, ``self.mask`` a tensor. While
 tracing, each module's class is temporarily swapped for a subclass whose
 ``__getattribute__`` records reads of plain instance attributes; the prologue
-then checks that each read value is unchanged on every call. Writes of traced
-values onto a module (``self.cache = x``) are refused: they would leak a
-proxy out of the trace.
+then checks that each read value is unchanged on every call. Writes of plain
+values (``self.window_size = 4``) are reported too: the jit undoes them after
+tracing and makes them again after every call the trace serves, as eager
+would. A symbolic size written onto a module (Swin's ``self.window_size =
+min(resolution)``) is written as the plain value eager writes, with a guard
+that keeps it that value. Writes of traced tensors (``self.cache = x``) are
+refused: they would leak a proxy out of the trace.
 """
 
 from __future__ import annotations
@@ -50,11 +54,13 @@ def _watched(cls: type) -> type:
 
     def __setattr__(self, name, value):
         rec = getattr(_recorders, "current", None)
-        if rec is not None and _traced_value(value):
-            raise TracingError(
-                f"traced code stores a traced value on a module ({type(self).__name__}.{name} = ...); "
-                "symshape traces must not mutate module state. Return the value instead."
-            )
+        if rec is not None:
+            if _traced_value(value):
+                value = _concrete(self, name, value)
+            wrote = getattr(_recorders, "write", None)
+            d = object.__getattribute__(self, "__dict__")
+            if wrote is not None and _is_simple(value) and _plain_attribute(d, name):
+                wrote(self, name, d.get(name, MISSING), value)
         cls.__setattr__(self, name, value)
 
     sub = type(
@@ -72,6 +78,29 @@ def _watched(cls: type) -> type:
     return sub
 
 
+MISSING = object()  # the attribute did not exist before the write
+
+
+def _plain_attribute(d: dict, name: str) -> bool:
+    """Not a parameter, buffer or submodule slot."""
+    return all(name not in d.get(k, ()) for k in ("_parameters", "_buffers", "_modules"))
+
+
+def _concrete(module, name: str, value):
+    """The plain value of a symbolic int, float or bool (a guard keeps it so);
+    a traced tensor cannot be stored."""
+    if isinstance(value, torch.SymBool):
+        return bool(value)
+    if isinstance(value, torch.SymInt):
+        return int(value)
+    if isinstance(value, torch.SymFloat):
+        return float(value)
+    raise TracingError(
+        f"traced code stores a traced tensor on a module ({type(module).__name__}.{name} = ...); "
+        "symshape traces must not mutate module state. Return the value instead."
+    )
+
+
 def _traced_value(v) -> bool:
     from symshape.trace.proxy import TensorProxy
 
@@ -79,9 +108,11 @@ def _traced_value(v) -> bool:
 
 
 @contextmanager
-def watch(roots: list[nn.Module], record) -> Iterator[None]:
-    """Record ``record(module, name, value)`` for instance-attribute reads on
-    every module under ``roots`` while the block runs (on this thread)."""
+def watch(roots: list[nn.Module], record, write=None) -> Iterator[None]:
+    """Report ``record(module, name, value)`` for instance-attribute reads on
+    every module under ``roots`` while the block runs (on this thread), and
+    ``write(module, name, old, value)`` for writes of plain values (``old`` is
+    ``MISSING`` when there was none)."""
     mods = []
     seen: set[int] = set()
     for r in roots:
@@ -98,12 +129,12 @@ def watch(roots: list[nn.Module], record) -> Iterator[None]:
                     continue
                 object.__setattr__(m, "__class__", _watched(cls))
                 swapped.append((m, cls))
-            prev = getattr(_recorders, "current", None)
-            _recorders.current = record
+            prev = getattr(_recorders, "current", None), getattr(_recorders, "write", None)
+            _recorders.current, _recorders.write = record, write
             try:
                 yield
             finally:
-                _recorders.current = prev
+                _recorders.current, _recorders.write = prev
         finally:
             for m, cls in swapped:
                 object.__setattr__(m, "__class__", cls)

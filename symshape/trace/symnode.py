@@ -47,7 +47,11 @@ class SymNode:
         return True
 
     def is_constant(self) -> bool:
-        return False
+        # PyTorch turns a constant result of a SymInt/SymBool operation into a plain
+        # Python value (``x.shape[0] > 0`` when it is known: ``True``)
+        if self.kind == "bool":
+            return type(self.value) is bool
+        return self.kind == "int" and type(self.value) is int
 
     def has_hint(self) -> bool:
         return self.ctx.has_hint(self.value)
@@ -172,17 +176,30 @@ class SymNode:
         return self._new(E.sym_min(self.value, other.value), "int")
 
     # -- comparisons --------------------------------------------------------------
+    def _bool(self, cond) -> SymNode:
+        """A SymBool result. When the trace already knows its value it is a plain
+        Python bool (``q_len > 1 and mask is None`` must give eager's ``False`` to a
+        C function that takes only a bool); otherwise it stays symbolic, and is
+        decided (a guard) only when Python asks for its truth value."""
+        if type(cond) is not bool:
+            known = self.ctx.known(cond)
+            if known is not None:
+                cond = known
+            elif self.ctx.decide_comparisons and self.ctx.has_hint(cond):
+                cond = self.ctx.guard(cond)
+        return self._new(cond, "bool")
+
     def _cmp(self, other: SymNode, build) -> SymNode:
         if self.kind == "float" or other.kind == "float":
-            return self._new(self.ctx.float_compare(build, self, other), "bool")
+            return self._bool(self.ctx.float_compare(build, self, other))
         a = self.ctx.bool_as_int(self.value) if self.kind == "bool" else self.value
         b = self.ctx.bool_as_int(other.value) if other.kind == "bool" else other.value
-        return self._new(build(a, b), "bool")
+        return self._bool(build(a, b))
 
     def eq(self, other):
         if self.kind == "bool" and other.kind == "bool":
             a, b = self.value, other.value
-            return self._new(L.or_(L.and_(a, b), L.and_(L.not_(a), L.not_(b))), "bool")
+            return self._bool(L.or_(L.and_(a, b), L.and_(L.not_(a), L.not_(b))))
         return self._cmp(other, L.eq)
 
     def ne(self, other):
@@ -202,13 +219,13 @@ class SymNode:
 
     # -- booleans -----------------------------------------------------------------
     def sym_and(self, other):
-        return self._new(L.and_(self.value, other.value), "bool")
+        return self._bool(L.and_(self.value, other.value))
 
     def sym_or(self, other):
-        return self._new(L.or_(self.value, other.value), "bool")
+        return self._bool(L.or_(self.value, other.value))
 
     def sym_not(self):
-        return self._new(L.not_(self.value), "bool")
+        return self._bool(L.not_(self.value))
 
     def sym_ite(self, then_node, else_node):
         return then_node if self.ctx.guard(self.value) else else_node

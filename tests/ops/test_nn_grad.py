@@ -225,10 +225,24 @@ def test_scaled_dot_product_attention(fn, make):
     check_grad(fn, make, *SHAPES)
 
 
-def test_attention_with_dropout_has_no_gradient_rule():
-    f = symshape.jit(lambda q: F.scaled_dot_product_attention(q, q, q, dropout_p=0.5), dynamic=True)
-    with pytest.raises(TracingError, match="dropout_p > 0"):
-        f(r(2, 3, 4))
+@pytest.mark.parametrize(
+    "fn, make",
+    [
+        (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, dropout_p=0.3), qkv),
+        (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, dropout_p=0.3, is_causal=True),
+         lambda n: (r(2, 3, n, 4), r(2, 3, n, 4), r(2, 3, n, 5))),
+        (lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, m, dropout_p=0.5),
+         lambda n: (*qkv(n), torch.rand(n, n + 1) > 0.3)),
+        (lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, m, dropout_p=0.5),
+         lambda n: (*qkv(n), r(3, n, n + 1))),
+        (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, dropout_p=0.4, enable_gqa=True),
+         lambda n: (r(2, 6, n, 4), r(2, 2, n + 1, 4), r(2, 2, n + 1, 5))),
+        (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, dropout_p=1.0), qkv),
+    ],
+)  # fmt: skip
+def test_attention_with_dropout(fn, make):
+    # eager's CPU kernel: the same random draws, and a gradient through them
+    check_grad(fn, make, *SHAPES)
 
 
 class SelfAttention(nn.Module):

@@ -1,0 +1,136 @@
+"""Random numbers: the global generator's state, and ops that draw from it.
+
+Every op here is ``random`` (never merged by CSE) and keeps its place in the
+trace, so a trace draws the same numbers in the same order as eager. The
+Python-level state functions (``torch.manual_seed``, ``torch.get_rng_state``,
+``torch.set_rng_state``) reach these rules through the tracing mode's
+``PYTHON_LEVEL`` routing; they become nodes, so seeding inside a compiled
+function happens on every call, not once at trace time::
+
+    _manual_seed(42)
+    t0 = _get_rng_state()                 # u8[5056]
+    t1 = _bernoulli(x)                    # f32[s0, s1]
+    _set_rng_state(t0)
+
+Shapes: ``bernoulli`` and the in-place fills keep their input's; ``normal``
+broadcasts its tensor arguments (or takes a size); ``multinomial`` replaces
+the last dimension by ``num_samples``.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from symshape.ops._helpers import broadcast_shapes, device_of, is_tensor, sym_tuple
+from symshape.ops.registry import register, tensor_method
+from symshape.sym import logic as L
+
+# -- the generator's state ------------------------------------------------------------
+
+
+@register("manual_seed", "torch.random.manual_seed", torch.manual_seed, effect=True, random=True)
+def manual_seed(ctx, op, seed):
+    ctx.emit(op, (seed,), {}, effect=True)
+    return torch.default_generator
+
+
+_STATE_SIZE = torch.default_generator.get_state().numel()  # fixed by the generator's kind
+
+
+@register("get_rng_state", "torch.random.get_rng_state", torch.get_rng_state, random=True)
+def get_rng_state(ctx, op):
+    return ctx.emit(op, (), {}, ctx.out_meta((_STATE_SIZE,), torch.uint8, torch.device("cpu")))
+
+
+@register("set_rng_state", "torch.random.set_rng_state", torch.set_rng_state, effect=True)
+def set_rng_state(ctx, op, new_state):
+    m = ctx.meta(new_state)
+    if m.dtype is not torch.uint8:
+        raise TypeError(f"set_rng_state expects a torch.ByteTensor, found {m.dtype}")
+    ctx.emit(op, (new_state,), {}, effect=True)
+
+
+# -- drawing ---------------------------------------------------------------------------
+
+
+def _no_generator(op, kwargs) -> None:
+    if kwargs.pop("generator", None) is not None:
+        raise NotImplementedError(
+            f"{op.name}(generator=...) is not supported while tracing; it would draw from a "
+            "Generator object the trace cannot name. Use the global generator (torch.manual_seed)."
+        )
+
+
+def _like_input(ctx, op, input, *args, **kwargs):
+    _no_generator(op, kwargs)
+    m = ctx.meta(input)
+    if not (m.dtype.is_floating_point or m.dtype.is_complex):
+        raise RuntimeError(f"{op.name} expects a floating point input, found {m.dtype}")
+    return ctx.emit(op, (input, *args), kwargs, ctx.out_meta(m.shape, m.dtype, m.device))
+
+
+register("bernoulli", "torch.bernoulli", tensor_method("bernoulli"), random=True)(_like_input)
+
+
+def _fill_(ctx, op, input, *args, **kwargs):
+    _no_generator(op, kwargs)
+    ctx.meta(input)
+    ctx.emit(op, (input, *args), kwargs, effect=True)
+    return input
+
+
+for _n in ("uniform_", "normal_", "cauchy_", "exponential_", "geometric_", "log_normal_"):
+    register(_n, f"torch.Tensor.{_n}", effect=True, random=True)(_fill_)
+register("bernoulli_", "torch.Tensor.bernoulli_", effect=True, random=True)(_fill_)
+
+
+@register("normal", "torch.normal", random=True)
+def normal(ctx, op, mean, std=1.0, size=None, **kwargs):
+    _no_generator(op, kwargs)
+    tensors = [t for t in (mean, std) if is_tensor(t)]
+    if not tensors:  # normal(float, float, size, dtype=..., ...)
+        if size is None:
+            raise TypeError("normal() with float mean and std needs a size")
+        shape = sym_tuple(ctx, (size,))
+        dtype = kwargs.get("dtype") or torch.get_default_dtype()
+        device = torch.device(kwargs.get("device") or "cpu")
+        return ctx.emit(op, (mean, std, shape), kwargs, ctx.out_meta(shape, dtype, device))
+    if size is not None or kwargs:
+        raise TypeError("normal() with a tensor mean or std takes no size or options")
+    shape = broadcast_shapes(ctx, *(ctx.meta(t).shape for t in tensors))
+    dtype = ctx.meta(tensors[0]).dtype
+    for t in tensors:
+        if not ctx.meta(t).dtype.is_floating_point:
+            raise RuntimeError(f"normal expects floating point tensors, found {ctx.meta(t).dtype}")
+    return ctx.emit(op, (mean, std), {}, ctx.out_meta(shape, dtype, device_of(ctx, *tensors)))
+
+
+@register("multinomial", "torch.multinomial", tensor_method("multinomial"), random=True)
+def multinomial(ctx, op, input, num_samples, replacement=False, **kwargs):
+    _no_generator(op, kwargs)
+    m = ctx.meta(input)
+    if m.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    n = ctx.sym(num_samples)
+    if not ctx.guard_or(L.gt(n, 0), True):
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    if not replacement and not ctx.guard_or(L.le(n, m.shape[-1]), True):
+        raise RuntimeError(
+            "cannot sample n_sample > prob_dist.size(-1) samples without replacement"
+        )
+    shape = (*m.shape[:-1], n)
+    return ctx.emit(
+        op, (input, num_samples, replacement), {}, ctx.out_meta(shape, torch.int64, m.device)
+    )
+
+
+@register("rrelu", "torch.rrelu", F.rrelu, random=True)
+def rrelu(ctx, op, input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False, **kw):
+    if inplace:
+        raise NotImplementedError("F.rrelu(inplace=True) is not supported while tracing")
+    _no_generator(op, kw)
+    m = ctx.meta(input)
+    return ctx.emit(
+        op, (input, lower, upper, training), {}, ctx.out_meta(m.shape, m.dtype, m.device)
+    )

@@ -1,0 +1,119 @@
+"""Random numbers: a trace draws what eager draws, seeding inside a compiled
+function happens on every call (not once at trace time), and the random ops
+keep their shapes at every size."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from harness import check, check_grad
+
+import symshape
+
+SHAPES = (4, (1, 2, 7))
+
+
+def seeded(fn):
+    """What OpInfo's ``wrapper_set_seed`` does: seed, run, restore the state."""
+
+    def run(*args):
+        state = torch.get_rng_state()
+        torch.manual_seed(42)
+        try:
+            return fn(*args)
+        finally:
+            torch.set_rng_state(state)
+
+    run.__name__ = getattr(fn, "__name__", "fn")
+    return run
+
+
+def test_manual_seed_inside_a_trace_runs_on_every_call():
+    f = symshape.jit(seeded(torch.rand_like), dynamic=True)
+    x = torch.empty(5)
+    torch.manual_seed(0)
+    first = f(x)
+    torch.manual_seed(1)  # a different global state: the trace seeds again anyway
+    again = f(x)
+    torch.testing.assert_close(first, again)
+    torch.testing.assert_close(first, seeded(torch.rand_like)(x))
+    assert f.stats.compiles == 1
+    src = str(f.traces()[0].computation)
+    assert "_manual_seed(42)" in src and "_get_rng_state()" in src and "_set_rng_state(" in src
+
+
+def test_the_state_after_a_call_is_eagers():
+    f = symshape.jit(seeded(torch.randn_like), dynamic=True)
+    torch.manual_seed(3)
+    f(torch.empty(4))
+    after_jit = torch.rand(3)
+    torch.manual_seed(3)
+    seeded(torch.randn_like)(torch.empty(4))
+    after_eager = torch.rand(3)
+    torch.testing.assert_close(after_jit, after_eager)  # set_rng_state ran in the trace
+
+
+def test_rng_functions_are_untouched_outside_a_trace():
+    f = symshape.jit(seeded(torch.rand_like), dynamic=True)
+    f(torch.empty(2))
+    assert torch.manual_seed.__module__ == "torch.random"
+    assert not hasattr(torch.get_rng_state, "__wrapped__")
+    torch.manual_seed(5)
+    a = torch.rand(2)
+    torch.manual_seed(5)
+    torch.testing.assert_close(torch.rand(2), a)
+
+
+def test_seed_and_initial_seed_are_refused_while_tracing():
+    f = symshape.jit(lambda x: x + torch.initial_seed(), dynamic=True)
+    with pytest.raises(symshape.UnsupportedOpError, match="initial_seed"):
+        f(torch.ones(2))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: torch.bernoulli(x.sigmoid()),
+        lambda x: torch.bernoulli(x.sigmoid(), 0.3),
+        lambda x: torch.normal(x, x.abs() + 0.1),
+        lambda x: torch.normal(x, 2.0),
+        lambda x: torch.normal(1.0, x.abs() + 0.1),
+        lambda x: torch.multinomial(x.abs() + 0.1, 2),
+        lambda x: torch.multinomial(x.abs().reshape(-1) + 0.1, 5, replacement=True),
+        lambda x: x.clone().uniform_(-2, 3),
+        lambda x: x.clone().normal_(1, 2),
+        lambda x: x.clone().exponential_(1.5),
+        lambda x: x.clone().cauchy_(),
+        lambda x: x.clone().log_normal_(),
+        lambda x: x.clone().geometric_(0.3),
+        lambda x: F.rrelu(x, training=True),
+        lambda x: F.rrelu(x),
+        lambda x: torch.rand_like(x) + torch.randn(x.shape[0], 1),
+    ],
+)
+def test_random_ops_match_eager_under_the_same_seed(fn):
+    check(fn, lambda n: (torch.randn(n, 3),), *SHAPES)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: torch.bernoulli(x.sigmoid()) * x,
+        lambda x: torch.normal(x, x.abs() + 0.1) + x,
+        lambda x: F.rrelu(x, 0.1, 0.4),
+    ],
+)
+def test_random_op_gradients(fn):
+    check_grad(fn, lambda n: (torch.randn(n, 3, dtype=torch.float64).requires_grad_(),), *SHAPES)
+
+
+def test_rrelu_in_training_explains_its_missing_gradient():
+    f = symshape.jit(lambda x: F.rrelu(x, training=True), dynamic=True)
+    with pytest.raises(NotImplementedError, match="random slopes"):
+        f(torch.randn(3, requires_grad=True))
+
+
+def test_a_generator_object_is_refused():
+    g = torch.Generator().manual_seed(0)
+    f = symshape.jit(lambda x: torch.bernoulli(x, generator=g), dynamic=True)
+    with pytest.raises(NotImplementedError, match="Generator"):
+        f(torch.rand(3))
