@@ -1,0 +1,451 @@
+"""Checking one OpInfo against eager PyTorch, forward and backward.
+
+For each OpInfo, its own sample generator gives float32 CPU inputs (float64
+ones with ``requires_grad`` for gradients, where the op supports them).
+Samples are grouped by *structure*: the same pytree of (input, args, kwargs),
+the same tensor dtypes and ranks, and the same non-tensor arguments. One
+``symshape.jit(dynamic=True)`` function per group closes over the non-tensor
+arguments and takes the tensors; it is traced at the group's first sample and
+then run at the others and at a *cropped* copy of the first (sizes >= 3
+shrunk, keeping which sizes are 0, 1 or equal; eager decides whether the op
+still accepts it). Every result is compared with eager's (``assert_close``, exact
+dtype and shape, NaNs equal); with gradients, ``torch.autograd.grad`` of both
+for the same random cotangents.
+
+Each column (forward, backward) of an OpInfo is classified, worst first:
+
+- ``wrong``: a value, dtype, shape or structure differs from eager's (a
+  soundness bug);
+- ``crash``: any other exception (a bug), with its text;
+- ``unsupported``: a clear error at trace time (``UnsupportedOpError``,
+  ``DataDependentError``, ``NoGradientRuleError``, a ``NotImplementedError``
+  raised by a symshape rule, or another ``TracingError``, which says what
+  cannot be represented in a trace; one that reports a symshape bug is a crash);
+- ``recompiles``: all match, but a group needed more traces than it has
+  distinct structures: which sizes are 1 (eager's broadcasting branches on
+  it), which sizes are equal (eager code compares shapes: ``mask.shape !=
+  input.shape``), and the output's structure (``unbind`` returns one tensor
+  per element of a dimension);
+- ``pass``; ``skipped``: no sample to compare (no float32 support, every
+  sample rejected by eager, or no differentiable output).
+
+An OpInfo with many structures is checked on at most ``MAX_GROUPS`` of them
+(evenly spread, so the same ones on every run) and ``MAX_PER_GROUP`` samples
+of each, which keeps the full sweep to minutes.
+
+Ops whose values are uninitialized memory (``VALUES_UNDEFINED``) are compared
+on structure, dtype and shape only, as PyTorch's own OpInfo tests do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+import signal
+import threading
+import time
+import traceback
+import warnings
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+import torch.utils._pytree as pytree
+
+import symshape
+from symshape.autograd import NoGradientRuleError
+from symshape.conformance._opdb import full_name
+
+STATUSES = ("pass", "recompiles", "unsupported", "crash", "wrong")
+# Bounds on the work per OpInfo column (a few OpInfos generate over a thousand samples):
+# at most MAX_GROUPS structures, evenly spread, and MAX_PER_GROUP samples of each.
+MAX_GROUPS, MAX_PER_GROUP = 48, 8
+VALUES_UNDEFINED = frozenset(
+    {"empty", "empty_like", "new_empty", "new_empty_strided", "empty_strided", "empty_permuted"}
+)
+_RANK = {"skipped": -1, **{s: i for i, s in enumerate(STATUSES)}}
+
+
+class Mismatch(AssertionError):
+    """symshape's result differs from eager's."""
+
+
+class BudgetExceeded(Exception):
+    """An OpInfo ran past its time budget."""
+
+
+@dataclass
+class Column:
+    """The outcome of one column (forward or backward) of one OpInfo."""
+
+    status: str = "skipped"
+    reason: str = ""
+    samples: int = 0  # samples compared with eager
+    rejected: int = 0  # samples eager itself rejects (skipped)
+    groups: int = 0
+    traces: int = 0
+
+    def note(self, status: str, reason: str) -> None:
+        if _RANK[status] > _RANK[self.status]:
+            self.status, self.reason = status, reason
+
+
+@dataclass
+class OpResult:
+    name: str
+    forward: Column = field(default_factory=Column)
+    backward: Column = field(default_factory=Column)
+    differentiable: bool = False
+    seconds: float = 0.0
+
+
+@dataclass
+class Case:
+    """One sample as flat leaves: the tensors become the jit function's inputs."""
+
+    leaves: list
+    spec: object
+    out_fn: Callable
+
+    @property
+    def tensor_pos(self) -> list[int]:
+        return [i for i, x in enumerate(self.leaves) if isinstance(x, torch.Tensor)]
+
+    def tensors(self) -> list[torch.Tensor]:
+        return [self.leaves[i] for i in self.tensor_pos]
+
+    def key(self) -> tuple:
+        parts = []
+        for x in self.leaves:
+            if isinstance(x, torch.Tensor):
+                parts.append(("T", x.dtype, x.dim(), x.requires_grad, x.layout))
+            else:
+                parts.append((type(x).__name__, repr(x)))
+        return (str(self.spec), tuple(parts))
+
+    def pattern(self) -> tuple:
+        """The shape facts eager code may branch on without a bug in symshape: which
+        sizes are 1 (broadcasting), and which sizes equal which (``a.shape != b.shape``)."""
+        sizes = [d for t in self.tensors() for d in t.shape]
+        first = {}
+        return (
+            tuple(d == 1 for d in sizes),
+            tuple(first.setdefault(d, len(first)) for d in sizes),
+        )
+
+
+def _case(sample) -> Case:
+    leaves, spec = pytree.tree_flatten((sample.input, tuple(sample.args), dict(sample.kwargs)))
+    return Case(leaves, spec, sample.output_process_fn_grad)
+
+
+def _wrapper(op_fn: Callable, case: Case) -> Callable:
+    """``f(*tensors)``: calls the op with the case's non-tensor arguments."""
+    consts = list(case.leaves)
+    pos = case.tensor_pos
+
+    def call_op(*tensors):
+        vals = list(consts)
+        for i, t in zip(pos, tensors):
+            vals[i] = t
+        inp, args, kwargs = pytree.tree_unflatten(vals, case.spec)
+        return op_fn(inp, *args, **kwargs)
+
+    return call_op
+
+
+def _clone(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().clone().requires_grad_(t.requires_grad)
+
+
+def _shrunk_sizes(sizes) -> dict:
+    """A map of sizes to smaller ones that keeps sizes 0, 1 and 2 and the order and
+    equalities of all sizes: each size >= 3 shrinks by one unless that would meet
+    the (new) size below it."""
+    new, below = {}, max([d for d in sizes if d < 3], default=1)
+    for d in sorted({d for d in sizes if d >= 3}):
+        new[d] = d - 1 if d - 1 > below else d
+        below = new[d]
+    return new
+
+
+def _cropped(case: Case) -> Case | None:
+    """The case with its tensors cropped to ``_shrunk_sizes`` (the leading part of
+    each dim, so values keep their kind: a principal submatrix of a positive definite
+    matrix is one too). None when no size shrinks."""
+    if any(t.layout != torch.strided for t in case.tensors()):
+        return None
+    new = _shrunk_sizes([d for t in case.tensors() for d in t.shape])
+    if all(a == b for a, b in new.items()):
+        return None
+    leaves = list(case.leaves)
+    for i in case.tensor_pos:
+        t = leaves[i]
+        idx = tuple(slice(0, new.get(d, d)) for d in t.shape)
+        leaves[i] = t.detach()[idx].clone().requires_grad_(t.requires_grad)
+    return Case(leaves, case.spec, case.out_fn)
+
+
+# -- comparing with eager ------------------------------------------------------------
+
+
+def _tolerances(dtype: torch.dtype, grad: bool) -> dict:
+    if grad and dtype in (torch.float32, torch.complex64):
+        return {"atol": 1e-4, "rtol": 1e-4}  # VJP formulas are not eager's kernels
+    if grad and dtype in (torch.float16, torch.bfloat16):
+        return {"atol": 1e-2, "rtol": 1e-2}
+    return {}  # assert_close's defaults for the dtype
+
+
+def compare(
+    got, want, where: str, *, grad: bool = False, check_requires_grad=False, values=True
+) -> None:
+    """Raise ``Mismatch`` unless ``got`` is eager's ``want`` (only its structure,
+    dtypes and shapes when not ``values``)."""
+    gl, gs = pytree.tree_flatten(got)
+    wl, ws = pytree.tree_flatten(want)
+    if gs != ws:
+        raise Mismatch(f"{where}: output structure {gs} differs from eager's {ws}")
+    for i, (g, w) in enumerate(zip(gl, wl)):
+        at = f"{where}[{i}]"
+        if isinstance(w, torch.Tensor):
+            if not isinstance(g, torch.Tensor):
+                raise Mismatch(f"{at}: got a {type(g).__name__}, eager returns a tensor")
+            if check_requires_grad and g.requires_grad != w.requires_grad:
+                raise Mismatch(
+                    f"{at}: requires_grad={g.requires_grad}, eager's is {w.requires_grad}"
+                )
+            if not values:
+                if (g.dtype, g.shape, g.device) != (w.dtype, w.shape, w.device):
+                    raise Mismatch(
+                        f"{at}: {g.dtype}{list(g.shape)} on {g.device}, eager's is "
+                        f"{w.dtype}{list(w.shape)} on {w.device}"
+                    )
+                continue
+            try:
+                torch.testing.assert_close(
+                    g.detach(),
+                    w.detach(),
+                    equal_nan=True,
+                    check_dtype=True,
+                    check_device=True,
+                    check_layout=True,
+                    **_tolerances(w.dtype, grad),
+                )
+            except AssertionError as e:
+                raise Mismatch(f"{at}: {_first_lines(str(e), 4)}") from None
+        elif isinstance(w, float) and isinstance(g, float) and math.isnan(w) and math.isnan(g):
+            continue
+        elif type(g) is not type(w) or g != w:
+            raise Mismatch(f"{at}: {g!r} differs from eager's {w!r}")
+
+
+def _first_lines(s: str, n: int) -> str:
+    return " / ".join(line.strip() for line in s.strip().splitlines()[:n])
+
+
+# -- classifying exceptions ---------------------------------------------------------------
+
+_UNSUPPORTED = (symshape.UnsupportedOpError, symshape.DataDependentError, NoGradientRuleError)
+
+
+def _raised_by_symshape(exc: BaseException) -> bool:
+    tb = traceback.extract_tb(exc.__traceback__)
+    if not tb:
+        return False
+    f = tb[-1].filename.replace("\\", "/")
+    return "/symshape/" in f and "/symshape/conformance/" not in f
+
+
+def _stage(exc: BaseException) -> str:
+    names = {fr.name for fr in traceback.extract_tb(exc.__traceback__)}
+    return "trace" if "trace_call" in names else "run"
+
+
+def classify(exc: BaseException) -> tuple[str, str]:
+    """``(status, reason)`` for an exception symshape raised on a valid input."""
+    msg = _first_lines(str(exc), 1)[:220]
+    if isinstance(exc, Mismatch):
+        return "wrong", str(exc)[:600]
+    if isinstance(exc, BudgetExceeded):
+        return "crash", str(exc)
+    if isinstance(exc, symshape.UnsupportedOpError):
+        return "unsupported", f"no rule for `{exc.op_name}`"
+    if isinstance(exc, _UNSUPPORTED):
+        return "unsupported", f"{type(exc).__name__}: {msg}"
+    if isinstance(exc, NotImplementedError) and _raised_by_symshape(exc):
+        return "unsupported", f"NotImplementedError: {msg}"
+    if isinstance(exc, symshape.TracingError) and not re.search(r"\bbug\b|internal error", msg):
+        return "unsupported", f"{type(exc).__name__}: {msg}"
+    tb = traceback.extract_tb(exc.__traceback__)
+    site = next(
+        (f"{fr.filename.rsplit('/symshape/', 1)[-1]}:{fr.lineno}" for fr in reversed(tb)
+         if "/symshape/" in fr.filename and "/conformance/" not in fr.filename),
+        "torch",
+    )  # fmt: skip
+    return "crash", f"{type(exc).__name__} at {_stage(exc)} ({site}): {msg}"
+
+
+# -- the time budget ---------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def hard_limit(seconds: float):
+    """Interrupt Python code that runs past ``seconds`` (main thread only)."""
+    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):
+        raise BudgetExceeded(f"BudgetExceeded: still running after {seconds:.0f} s")
+
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+# -- one OpInfo ----------------------------------------------------------------------------
+
+
+def _samples(op, dtype: torch.dtype, requires_grad: bool, seed: int) -> list[Case]:
+    torch.manual_seed(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [_case(s) for s in op.sample_inputs("cpu", dtype, requires_grad=requires_grad)]
+
+
+def _grads(outs, case_tensors, gen_seed: int):
+    """``autograd.grad`` of the outputs needing grad, for seeded random cotangents."""
+    leaves = [
+        o for o in pytree.tree_leaves(outs) if isinstance(o, torch.Tensor) and o.requires_grad
+    ]
+    wrt = [t for t in case_tensors if t.requires_grad]
+    if not leaves or not wrt:
+        return None
+    gen = torch.Generator().manual_seed(gen_seed)
+    cot = [torch.randn(o.shape, dtype=o.dtype, generator=gen) for o in leaves]
+    gs = torch.autograd.grad(leaves, wrt, cot, allow_unused=True)
+    return [torch.zeros_like(x) if g is None else g for g, x in zip(gs, wrt)]
+
+
+def _run_group(op, cases: list[Case], col: Column, grad: bool, seed: int, deadline: float):
+    first = cases[0]
+    jf = symshape.jit(_wrapper(op.op, first), dynamic=True, cache_limit=64, name=full_name(op))
+    eager = _wrapper(op.op, first)
+    crop = _cropped(first)
+    values = full_name(op).split(".")[0] not in VALUES_UNDEFINED
+    patterns = set()
+    for n, case in enumerate([*cases, *([crop] if crop is not None else [])]):
+        if time.monotonic() > deadline:
+            col.note("crash", "BudgetExceeded: time budget spent before every sample ran")
+            return
+        where = f"sample {n} {[tuple(t.shape) for t in case.tensors()]}"
+        te = [_clone(t) for t in case.tensors()]
+        try:
+            torch.manual_seed(seed)
+            want = eager(*te)
+            want_g = _grads(case.out_fn(want), te, seed + 1) if grad else None
+        except BudgetExceeded:
+            raise
+        except Exception:
+            col.rejected += 1
+            continue
+        tj = [_clone(t) for t in case.tensors()]
+        try:
+            torch.manual_seed(seed)
+            got = jf(*tj)
+            compare(got, want, where, check_requires_grad=grad, values=values)
+            if grad:
+                got_g = _grads(case.out_fn(got), tj, seed + 1)
+                if (got_g is None) != (want_g is None):
+                    raise Mismatch(
+                        f"{where}: gradients exist in one run only (eager: {want_g is not None})"
+                    )
+                if want_g is not None:
+                    compare(got_g, want_g, f"{where} grad", grad=True)
+        except BudgetExceeded:
+            raise
+        except Exception as e:
+            col.note(*classify(e))
+            return
+        if grad and want_g is None:
+            continue  # no differentiable output in this sample: nothing to compare
+        col.samples += 1
+        patterns.add((case.pattern(), str(pytree.tree_structure(want))))
+    n_traces = len(jf.traces())
+    col.traces += n_traces
+    if jf.stats.eager_calls or n_traces > max(len(patterns), 1):
+        reasons = "; ".join(dict.fromkeys(jf.stats.recompile_reasons))
+        col.note("recompiles", f"{n_traces} traces for {len(patterns)} structures: {reasons}")
+    elif col.samples:
+        col.note("pass", "")
+
+
+def _run_column(op, dtype, grad: bool, seed: int, deadline: float) -> Column:
+    col = Column()
+    try:
+        cases = _samples(op, dtype, grad, seed)
+    except Exception as e:
+        col.reason = f"the OpInfo's sample generator fails: {type(e).__name__}: {e}"[:200]
+        return col
+    groups: dict[tuple, list[Case]] = {}
+    for c in cases:
+        groups.setdefault(c.key(), []).append(c)
+    col.groups = len(groups)
+    chosen = list(groups.values())
+    if len(chosen) > MAX_GROUPS:  # an even spread, the same on every run
+        chosen = [chosen[i * len(chosen) // MAX_GROUPS] for i in range(MAX_GROUPS)]
+    for i, cs in enumerate(chosen):
+        _run_group(op, cs[:MAX_PER_GROUP], col, grad, seed + 7 * i, deadline)
+    if col.status == "skipped" and not col.reason:
+        col.reason = (
+            "eager rejects every sample"
+            if col.rejected
+            else "no differentiable output"
+            if grad
+            else "no samples"
+        )
+    return col
+
+
+def grad_dtype(op) -> torch.dtype | None:
+    """The dtype gradients are checked in: float64 where the op allows, else float32."""
+    if not op.supports_autograd:
+        return None
+    dts = op.supported_backward_dtypes("cpu")
+    for d in (torch.float64, torch.float32):
+        if d in dts and op.supports_dtype(d, "cpu"):
+            return d
+    return None
+
+
+def check_op(op, budget: float = 30.0, backward: bool = True) -> OpResult:
+    """Run and classify one OpInfo (forward in float32, backward in ``grad_dtype``)."""
+    name = full_name(op)
+    res = OpResult(name, differentiable=bool(op.supports_autograd))
+    seed = zlib.crc32(name.encode()) % (1 << 30)
+    t0 = time.monotonic()
+    deadline = t0 + budget
+    with warnings.catch_warnings(), hard_limit(budget * 2):
+        warnings.simplefilter("ignore")
+        try:
+            if op.supports_dtype(torch.float32, "cpu"):
+                res.forward = _run_column(op, torch.float32, False, seed, deadline)
+            else:
+                res.forward.reason = "no float32 CPU support"
+            dt = grad_dtype(op) if backward else None
+            if dt is not None and res.forward.status != "skipped":
+                res.backward = _run_column(op, dt, True, seed, deadline)
+            elif op.supports_autograd:
+                res.backward.reason = "no forward sample" if backward else "not run"
+        except BudgetExceeded as e:
+            col = res.backward if res.forward.status != "skipped" else res.forward
+            col.note("crash", str(e))
+    res.seconds = time.monotonic() - t0
+    return res
