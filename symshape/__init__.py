@@ -17,6 +17,14 @@ except ImportError as _e:  # the symbolic engine (symshape.sym) needs no torch
         )
 
 else:
+    from symshape.export import (
+        ConstraintViolationError,
+        ExportedProgram,
+        ExportSpecError,
+        export,
+        infer_constraints,
+        load,
+    )
     from symshape.ir import RuntimeAssertionError
     from symshape.jit import (
         DYNAMIC,
@@ -42,8 +50,11 @@ __all__ = [
     "STATIC",
     "VJP",
     "CheckError",
+    "ConstraintViolationError",
     "DataDependentError",
     "Dim",
+    "ExportSpecError",
+    "ExportedProgram",
     "InputSpecError",
     "JitFunction",
     "JitModule",
@@ -52,7 +63,10 @@ __all__ = [
     "TracingError",
     "UnsupportedOpError",
     "check",
+    "export",
+    "infer_constraints",
     "jit",
+    "load",
     "mark_dynamic",
     "mark_static",
     "supported_ops",

@@ -11,7 +11,8 @@
 Parameters and buffers of modules are always static. A user can pin given
 dimensions with ``dims={"x": {0: Dim("batch", min=1, max=64), 1: STATIC}}``
 (same ``Dim`` object = equal sizes) or with ``mark_dynamic``/``mark_static``
-on a tensor.
+on a tensor. A *derived* dimension ``2*d``, ``d + 1`` (``A*d + B`` with
+``A > 0``) declares a size that is an affine function of a ``Dim``.
 """
 
 from __future__ import annotations
@@ -54,6 +55,91 @@ class Dim:
             args.append(f"max={self.max}")
         return f"Dim({', '.join(args)})"
 
+    # -- derived dimensions: A*d + B ---------------------------------------------
+    def __mul__(self, k: int) -> DerivedDim:
+        return DerivedDim(self, _coef(self, k, "multiply"), 0)
+
+    __rmul__ = __mul__
+
+    def __add__(self, c: int) -> DerivedDim:
+        return DerivedDim(self, 1, _coef(self, c, "add"))
+
+    __radd__ = __add__
+
+    def __sub__(self, c: int) -> DerivedDim:
+        return DerivedDim(self, 1, -_coef(self, c, "subtract"))
+
+
+@dataclass(frozen=True, eq=False)
+class DerivedDim:
+    """A dimension whose size is ``scale*root + offset`` for a ``Dim`` root
+    (``2*d``, ``d + 1``): written with arithmetic on a Dim, never directly."""
+
+    root: Dim
+    scale: int
+    offset: int
+
+    def __post_init__(self):
+        if self.scale <= 0:
+            raise ValueError(
+                f"a derived dimension must grow with {self.root.name}: expected A*{self.root.name} "
+                f"+ B with A > 0, found A = {self.scale}"
+            )
+
+    @property
+    def name(self) -> str:
+        d = self.root.name if self.scale == 1 else f"{self.scale}*{self.root.name}"
+        return d if not self.offset else f"{d} {'+' if self.offset > 0 else '-'} {abs(self.offset)}"
+
+    @property
+    def min(self) -> int:
+        return self.scale * (self.root.min or 0) + self.offset
+
+    @property
+    def max(self) -> int | None:
+        return None if self.root.max is None else self.scale * self.root.max + self.offset
+
+    def size_of(self, root_value: int) -> int:
+        return self.scale * root_value + self.offset
+
+    def root_of(self, size: int) -> int | None:
+        """The root's value for ``size``, or None when no integer root gives it."""
+        q, r = divmod(size - self.offset, self.scale)
+        return q if r == 0 else None
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def __mul__(self, k: int) -> DerivedDim:
+        k = _coef(self, k, "multiply")
+        return DerivedDim(self.root, self.scale * k, self.offset * k)
+
+    __rmul__ = __mul__
+
+    def __add__(self, c: int) -> DerivedDim:
+        return DerivedDim(self.root, self.scale, self.offset + _coef(self, c, "add"))
+
+    __radd__ = __add__
+
+    def __sub__(self, c: int) -> DerivedDim:
+        return DerivedDim(self.root, self.scale, self.offset - _coef(self, c, "subtract"))
+
+
+def _coef(d, k, verb: str) -> int:
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise TypeError(
+            f"a derived dimension is A*{d.name} + B with int A and B; cannot {verb} "
+            f"{type(k).__name__} {k!r} (two Dims cannot be combined)"
+        )
+    return int(k)
+
+
+def split_dim(spec) -> tuple:
+    """``(root, scale, offset)`` of a Dim or DerivedDim."""
+    if isinstance(spec, DerivedDim):
+        return spec.root, spec.scale, spec.offset
+    return spec, 1, 0
+
 
 _MARK = "_symshape_dims"
 
@@ -92,6 +178,7 @@ class Policy:
     auto_floats: set = field(default_factory=set)  # labels of float arguments that changed
     static_floats: set = field(default_factory=set)  # floats the code decides on: keep static
     seen: dict = field(default_factory=dict)  # label -> first shape / int value
+    rigid: bool = False  # Dims stand for every value in their range (export)
 
     def spec(self, label: str, t: torch.Tensor, dim: int, is_param: bool):
         """STATIC, DYNAMIC or a Dim for one dimension of a tensor input."""
@@ -144,7 +231,7 @@ class Policy:
 
 
 def _spec(s):
-    if s in (STATIC, DYNAMIC) or isinstance(s, Dim):
+    if s in (STATIC, DYNAMIC) or isinstance(s, (Dim, DerivedDim)):
         return s
     if s is None:
         return STATIC

@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from symshape.ir import TensorMeta, Var
-from symshape.jit.policy import DYNAMIC, STATIC, Dim
+from symshape.jit.policy import DYNAMIC, STATIC, DerivedDim, Dim, split_dim
 from symshape.trace.errors import TracingError
 from symshape.trace.modules import is_simple
 
@@ -247,7 +247,7 @@ class Builder:
         name = self.local(label)
         fetch = [f"{name} = {src}"]
         contiguous = t.is_contiguous()
-        shape, names, later = [], [], []
+        shape, names, later, bind = [], [], [], []
         dynamic = False
         for d, size in enumerate(t.shape):
             spec = self.policy.spec(label, t, d, is_param) if contiguous else STATIC
@@ -256,36 +256,66 @@ class Builder:
                 shape.append(size)
                 continue
             dynamic = True
-            sym = self.dims.get(spec) if isinstance(spec, Dim) else None
-            if sym is not None:  # a Dim seen before: this size must equal it
+            root, scale, offset = split_dim(spec)
+            sym = self.dims.get(root) if isinstance(root, Dim) else None
+            if sym is not None:  # a Dim seen before: this size must equal it (or A*it + B)
+                expr = sym * scale + offset
+                if self.ctx.env.hint(expr) != size:
+                    raise InputSpecErrorAtTrace(
+                        f"{label}.size({d}) is {size}, but {spec!r} given for it is "
+                        f"{self.ctx.env.hint(expr)} here ({root.name} = {self.ctx.env.hint(sym)} "
+                        "from an earlier input)"
+                    )
                 tmp = f"_{name}_{d}"
                 names.append(tmp)
-                later.append((tmp, sym, d))
-                shape.append(sym)
+                later.append((tmp, expr, d))
+                shape.append(expr)
                 continue
-            lo, hi = (spec.min, spec.max) if isinstance(spec, Dim) else (0, None)
-            if isinstance(spec, Dim) and not (
-                (lo or 0) <= size <= (hi if hi is not None else size)
+            hint = spec.root_of(size) if isinstance(spec, DerivedDim) else size
+            lo, hi = (root.min, root.max) if isinstance(root, Dim) else (0, None)
+            if isinstance(root, Dim) and (
+                hint is None or hint < (lo or 0) or (hi is not None and hint > hi)
             ):
                 raise InputSpecErrorAtTrace(
                     f"{label}.size({d}) is {size}, outside the range of {spec!r} given for it"
+                    + (f" ({root!r})" if isinstance(spec, DerivedDim) else "")
                 )
             sname = (
-                self.ctx.fresh("s") if not isinstance(spec, Dim) else self.ctx.reserve(spec.name)
+                self.ctx.fresh("s") if not isinstance(root, Dim) else self.ctx.reserve(root.name)
             )
+            source = _root_source(f"{label}.size({d})", scale, offset)
             sym = self.ctx.env.symbol(
-                sname, size, min=lo if lo is not None else 0, max=hi, source=f"{label}.size({d})"
+                sname,
+                hint,
+                min=lo if lo is not None else 0,
+                max=hi,
+                source=source,
+                rigid=self.policy.rigid and isinstance(root, Dim),
             )
             self.ctx.sym_vars[sym] = Var(sym.name, sym)
-            if isinstance(spec, Dim):
-                self.dims[spec] = sym
-                if spec.min is not None or spec.max is not None:
-                    self.specs.append((sym, spec, f"{label}.size({d})"))
+            if isinstance(root, Dim):
+                self.dims[root] = sym
+                if root.min is not None or root.max is not None:
+                    self.specs.append((sym, root, source))
+            if isinstance(spec, DerivedDim):
+                tmp = f"_{name}_{d}"
+                names.append(tmp)
+                if scale != 1:
+                    self.fail(
+                        f"({_root_source(tmp, 1, offset)}) % {scale} != 0",
+                        f"{label}.size({d}) is {spec!r} for an integer {root.name}",
+                        f"tuple({name}.shape)",
+                        into=bind,
+                    )
+                bind.append(f"{sym.name} = {_root_source(tmp, scale, offset)}")
+                shape.append(sym * scale + offset)
+                continue
             names.append(sym.name)
             shape.append(sym)
         post = []
         if dynamic:
             post.append(f"{', '.join(names)}{',' if len(names) == 1 else ''} = {name}.shape")
+            post.extend(bind)
         sizes = [None if not isinstance(d, int) else d for d in shape]
         strides = list(t.stride())
         if dynamic:  # a stride is static only if every later size is
@@ -299,10 +329,10 @@ class Builder:
                     f"{name}.is_contiguous()",
                     into=post,
                 )
-        for tmp, sym, d in later:
+        for tmp, expr, d in later:
             self.fail(
-                f"{tmp} != {sym.name}",
-                f"{label}.size({d}) == {self.ctx.env.info(sym).label}",
+                f"{tmp} != {expr}",
+                f"{label}.size({d}) == {self.ctx.env.describe(expr)}",
                 f"tuple({name}.shape)",
                 into=post,
             )
@@ -452,6 +482,7 @@ class Builder:
         for i in items:
             self.lines.extend(i.post)
             i.example = None
+        self.leaves.clear()  # (label, value) pairs: they hold the inputs
 
     def _parents(self) -> dict:
         parents: dict[int, int | None] = {}
@@ -461,6 +492,15 @@ class Builder:
                 if sub is not None and id(sub) in self.module_of:
                     parents.setdefault(id(sub), mid)
         return parents
+
+
+def _root_source(size: str, scale: int, offset: int) -> str:
+    """``(size - offset) // scale`` as Python source: the root of a derived dimension."""
+    if offset:
+        size = f"{size} {'-' if offset > 0 else '+'} {abs(offset)}"
+    if scale == 1:
+        return size
+    return f"({size}) // {scale}" if offset else f"{size} // {scale}"
 
 
 def _join(a: str, b: str) -> str:
