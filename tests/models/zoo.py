@@ -1,0 +1,282 @@
+"""Real models from ``transformers``, built from tiny configs with random weights
+(nothing is downloaded), and the inputs each is called with.
+
+    case = CASES["gpt2"]
+    model = case.build()            # eval mode, seeded weights
+    for kwargs in case.calls():     # 10 calls of changing shape
+        model(**kwargs)
+
+Text models change batch and sequence length (T5: encoder and decoder lengths
+separately), length 1 included; ResNet and ConvNeXt change batch and image
+size; ViT changes image size through ``interpolate_pos_encoding=True``; Swin
+changes batch and image size among sizes it takes without padding.
+
+Each case also says how many traces its 10 calls need and why, in words: a
+trace beyond the first exists only where the model's own code branches on a
+size. ``tests/models/test_transformers.py`` checks the count, the outputs against
+eager, and (GPT-2, ResNet) three training steps; ``benchmarks/models.py`` times
+them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+TEXT = [(2, 5), (3, 7), (1, 1), (4, 9), (2, 1), (1, 16), (3, 3), (5, 2), (2, 11), (1, 8)]
+SEQ2SEQ = [
+    (2, 5, 3), (3, 7, 1), (1, 1, 4), (4, 9, 9), (2, 1, 1),
+    (1, 16, 2), (3, 3, 6), (5, 2, 7), (2, 11, 5), (1, 8, 3),
+]  # fmt: skip
+IMAGES = [
+    (2, 32, 32), (3, 40, 36), (1, 33, 47), (4, 64, 64), (2, 17, 21),
+    (1, 24, 56), (3, 48, 32), (5, 29, 29), (2, 36, 44), (1, 64, 40),
+]  # fmt: skip
+VIT_IMAGES = [
+    (2, 32, 32), (3, 40, 48), (1, 16, 24), (4, 64, 32), (2, 8, 8),
+    (1, 24, 24), (3, 32, 48), (5, 40, 40), (2, 56, 16), (1, 32, 32),
+]  # fmt: skip
+SWIN_IMAGES = [
+    (2, 32, 32), (3, 32, 64), (1, 64, 32), (4, 32, 32), (2, 64, 32),
+    (1, 32, 32), (3, 32, 64), (5, 32, 32), (2, 32, 64), (1, 64, 32),
+]  # fmt: skip
+VOCAB = 100
+LENGTH_ONE = "sequence length 1: transformers' sdpa_attention_forward branches on `q_len > 1`"
+
+
+@dataclass
+class Case:
+    name: str
+    build: Callable[[], torch.nn.Module]  # the model in eval mode
+    calls: Callable[[], list[dict]]  # keyword arguments of the 10 calls
+    traces: int  # how many traces the 10 calls need
+    why: list[str] = field(default_factory=list)  # the reason for each trace beyond the first
+    train: Callable[[], tuple[torch.nn.Module, list[dict]]] | None = None  # model, 3 batches
+
+
+def _quiet() -> None:
+    # tiny configs trip transformers' config sanity warnings (token ids, loss type)
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+
+
+def _seeded(make: Callable[[], torch.nn.Module]) -> torch.nn.Module:
+    _quiet()
+    torch.manual_seed(0)
+    return make()
+
+
+def _ids(shape) -> torch.Tensor:
+    return torch.randint(0, VOCAB, shape)
+
+
+def _text_calls(extra: Callable[[tuple], dict] = lambda s: {}) -> Callable[[], list[dict]]:
+    def calls():
+        torch.manual_seed(1)
+        return [{"input_ids": _ids(s), **extra(s)} for s in TEXT]
+
+    return calls
+
+
+def _images(sizes, **extra) -> Callable[[], list[dict]]:
+    def calls():
+        torch.manual_seed(1)
+        return [{"pixel_values": torch.randn(b, 3, h, w), **extra} for b, h, w in sizes]
+
+    return calls
+
+
+# -- text -------------------------------------------------------------------------------------
+
+
+def gpt2_config():
+    import transformers as T
+
+    return T.GPT2Config(
+        n_embd=32, n_layer=2, n_head=2, vocab_size=VOCAB, n_positions=64, bos_token_id=0,
+        eos_token_id=0,
+    )  # fmt: skip
+
+
+def gpt2():
+    import transformers as T
+
+    return _seeded(lambda: T.GPT2Model(gpt2_config())).eval()
+
+
+def gpt2_train():
+    import transformers as T
+
+    model = _seeded(lambda: T.GPT2LMHeadModel(gpt2_config())).train()
+    torch.manual_seed(2)
+    batches = []
+    for b, t in [(2, 5), (3, 9), (1, 4)]:
+        ids = _ids((b, t))
+        batches.append({"input_ids": ids, "labels": ids})
+    return model, batches
+
+
+def bert():
+    import transformers as T
+
+    config = T.BertConfig(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37,
+        vocab_size=VOCAB, max_position_embeddings=64,
+    )  # fmt: skip
+    return _seeded(lambda: T.BertModel(config)).eval()
+
+
+def llama():
+    import transformers as T
+
+    config = T.LlamaConfig(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=37, vocab_size=VOCAB, max_position_embeddings=64, bos_token_id=0,
+        eos_token_id=0,
+    )  # fmt: skip
+    return _seeded(lambda: T.LlamaModel(config)).eval()
+
+
+def t5():
+    import transformers as T
+
+    config = T.T5Config(
+        d_model=32, d_kv=8, d_ff=37, num_layers=2, num_decoder_layers=2, num_heads=4,
+        vocab_size=VOCAB, decoder_start_token_id=0,
+    )  # fmt: skip
+    return _seeded(lambda: T.T5Model(config)).eval()
+
+
+def t5_calls():
+    torch.manual_seed(1)
+    return [{"input_ids": _ids((b, n)), "decoder_input_ids": _ids((b, m))} for b, n, m in SEQ2SEQ]
+
+
+# -- vision -----------------------------------------------------------------------------------
+
+
+def resnet_config():
+    import transformers as T
+
+    return T.ResNetConfig(
+        embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1], layer_type="basic", num_labels=5
+    )
+
+
+def resnet():
+    import transformers as T
+
+    return _seeded(lambda: T.ResNetModel(resnet_config())).eval()
+
+
+def resnet_train():
+    import transformers as T
+
+    model = _seeded(lambda: T.ResNetForImageClassification(resnet_config())).train()
+    torch.manual_seed(2)
+    batches = [
+        {"pixel_values": torch.randn(b, 3, h, w), "labels": torch.randint(0, 5, (b,))}
+        for b, h, w in [(2, 32, 32), (3, 40, 36), (4, 33, 47)]
+    ]
+    return model, batches
+
+
+def convnext():
+    import transformers as T
+
+    config = T.ConvNextConfig(hidden_sizes=[8, 16], depths=[1, 1], num_stages=2)
+    return _seeded(lambda: T.ConvNextModel(config)).eval()
+
+
+def vit():
+    import transformers as T
+
+    config = T.ViTConfig(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37,
+        image_size=32, patch_size=8,
+    )  # fmt: skip
+    return _seeded(lambda: T.ViTModel(config)).eval()
+
+
+def swin():
+    import transformers as T
+
+    config = T.SwinConfig(
+        image_size=32, patch_size=4, embed_dim=8, depths=[1, 1], num_heads=[1, 2], window_size=4
+    )
+    return _seeded(lambda: T.SwinModel(config)).eval()
+
+
+CASES = {
+    c.name: c
+    for c in [
+        Case("gpt2", gpt2, _text_calls(), 2, [LENGTH_ONE], train=gpt2_train),
+        Case("bert", bert, _text_calls(), 2, [LENGTH_ONE]),
+        Case("llama", llama, _text_calls(), 2, [LENGTH_ONE]),
+        Case(
+            "t5",
+            t5,
+            t5_calls,
+            4,
+            [f"decoder {LENGTH_ONE}", f"encoder {LENGTH_ONE}", "both lengths 1"],
+        ),
+        Case("resnet", resnet, _images(IMAGES), 1, train=resnet_train),
+        Case("convnext", convnext, _images(IMAGES), 1),
+        Case(
+            "vit",
+            vit,
+            _images(VIT_IMAGES, interpolate_pos_encoding=True),
+            2,
+            [
+                "images other than 32x32: ViTEmbeddings.interpolate_pos_encoding returns the "
+                "position embeddings unchanged when `num_patches == num_positions and "
+                "height == width`"
+            ],
+        ),
+        Case(
+            "swin",
+            swin,
+            _images(SWIN_IMAGES),
+            2,
+            [
+                "64x32 images: SwinLayer.set_shift_and_window_size takes Python's min() of the "
+                "stage resolutions (a comparison of two sizes) and compares it with window_size"
+            ],
+        ),
+    ]
+}
+
+
+def tensors(x, seen=None) -> list[torch.Tensor]:
+    """Every tensor in a model's output, caches included, in a fixed order."""
+    seen = set() if seen is None else seen
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if id(x) in seen or x is None or isinstance(x, (int, float, bool, str, torch.device)):
+        return []
+    seen.add(id(x))
+    if isinstance(x, dict):  # ModelOutput too
+        return [t for k in x for t in tensors(x[k], seen)]
+    if isinstance(x, (tuple, list)):
+        return [t for y in x for t in tensors(y, seen)]
+    if hasattr(x, "__dict__"):  # a Cache and its layers
+        return [t for k, v in sorted(vars(x).items()) for t in tensors(v, seen)]
+    return []
+
+
+def max_error(got, want) -> float:
+    """Largest absolute difference between two outputs of the same structure."""
+    g, w = tensors(got), tensors(want)
+    if len(g) != len(w):
+        raise AssertionError(f"{len(g)} output tensors, eager has {len(w)}")
+    err = 0.0
+    for a, b in zip(g, w):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            raise AssertionError(
+                f"output {tuple(a.shape)} {a.dtype} != eager {tuple(b.shape)} {b.dtype}"
+            )
+        if a.numel():
+            err = max(err, (a.double() - b.double()).abs().max().item())
+    return err
