@@ -16,6 +16,8 @@ from __future__ import annotations
 import collections
 import re
 
+import torch
+
 from symshape.conformance.runner import STATUSES, OpResult
 
 _FAILED = [s for s in STATUSES if s != "pass"]
@@ -105,8 +107,10 @@ def markdown(results: list[OpResult], header: str, seconds: float) -> str:
         )
         if failed_b and b.reason and b.reason != f.reason:
             why.append(f"backward: {b.reason}")
+        dt = r.forward_dtype
+        note = f" ({str(dt).removeprefix('torch.')})" if dt not in (None, torch.float32) else ""
         lines.append(
-            f"| {r.name} | {f.status} | {b.status if r.differentiable else '-'} | "
+            f"| {r.name} | {f.status}{note} | {b.status if r.differentiable else '-'} | "
             f"{f.samples}/{b.samples} | {f.traces}/{b.traces} | {r.seconds:.1f} | "
             f"{_cell('; '.join(why))[:700]} |"
         )

@@ -99,6 +99,7 @@ class OpResult:
     backward: Column = field(default_factory=Column)
     differentiable: bool = False
     seconds: float = 0.0
+    forward_dtype: torch.dtype | None = None  # float32 unless the op has no float32 kernel
 
 
 @dataclass
@@ -414,19 +415,32 @@ def _run_column(op, dtype, grad: bool, seed: int, deadline: float) -> Column:
     return col
 
 
+# forward: float32, else the first of these the op runs in on the CPU (bitwise ops,
+# gcd, one_hot and tril_indices have no float kernels; imag and view_as_real take
+# complex inputs)
+FORWARD_DTYPES = (torch.float32, torch.int64, torch.bool, torch.complex64, torch.int32)
+
+
+def forward_dtype(op) -> torch.dtype | None:
+    """The dtype the forward column is checked in."""
+    return next((d for d in FORWARD_DTYPES if op.supports_dtype(d, "cpu")), None)
+
+
 def grad_dtype(op) -> torch.dtype | None:
-    """The dtype gradients are checked in: float64 where the op allows, else float32."""
+    """The dtype gradients are checked in: float64 where the op allows, else
+    float32, else complex128 (ops defined on complex inputs only)."""
     if not op.supports_autograd:
         return None
     dts = op.supported_backward_dtypes("cpu")
-    for d in (torch.float64, torch.float32):
+    for d in (torch.float64, torch.float32, torch.complex128):
         if d in dts and op.supports_dtype(d, "cpu"):
             return d
     return None
 
 
 def check_op(op, budget: float = 30.0, backward: bool = True) -> OpResult:
-    """Run and classify one OpInfo (forward in float32, backward in ``grad_dtype``)."""
+    """Run and classify one OpInfo (forward in ``forward_dtype``, backward in
+    ``grad_dtype``)."""
     name = full_name(op)
     res = OpResult(name, differentiable=bool(op.supports_autograd))
     seed = zlib.crc32(name.encode()) % (1 << 30)
@@ -435,10 +449,12 @@ def check_op(op, budget: float = 30.0, backward: bool = True) -> OpResult:
     with warnings.catch_warnings(), hard_limit(budget * 2):
         warnings.simplefilter("ignore")
         try:
-            if op.supports_dtype(torch.float32, "cpu"):
-                res.forward = _run_column(op, torch.float32, False, seed, deadline)
+            fwd = forward_dtype(op)
+            if fwd is not None:
+                res.forward = _run_column(op, fwd, False, seed, deadline)
+                res.forward_dtype = fwd
             else:
-                res.forward.reason = "no float32 CPU support"
+                res.forward.reason = "no CPU support in float32, int64, bool, complex64 or int32"
             dt = grad_dtype(op) if backward else None
             if dt is not None and res.forward.status != "skipped":
                 res.backward = _run_column(op, dt, True, seed, deadline)

@@ -196,7 +196,10 @@ class JitFunction:
             if len(self._entries) >= self._limit:
                 return self._eager(args, kwargs, reasons)
             if self._entries:
-                why = reasons[0][1] if reasons else "no entry"
+                # the entry whose inputs matched in kind and only a guard refused
+                # explains the most; else the newest entry's mismatch
+                guard = [w for k, w in reasons if k == "guard"]
+                why = guard[0] if guard else reasons[0][1] if reasons else "no entry"
                 reason = why + (f" ({'; '.join(notes)})" if notes else "")
                 self.stats.recompile_reasons.append(reason)
                 log.info("symshape: recompiling %s: %s", self.__name__, reason)

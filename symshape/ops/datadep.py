@@ -1,6 +1,7 @@
 """Ops whose output size depends on the data: ``nonzero``, boolean masks,
 ``unique``, ``repeat_interleave`` with a tensor of repeats, ``bincount``,
-``.item()`` and ``.tolist()``.
+``.item()`` and ``.tolist()``, and the bools of the data ``allclose`` and
+``equal`` return.
 
 Each creates **unbacked** symbols (no hint: the count is known only when the
 trace runs), binds them in the trace where the op runs, and states what the
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import torch
 
+from symshape.ops._compose import composite
 from symshape.ops._helpers import broadcast_shapes, norm_dim, numel
 from symshape.ops.registry import BY_NAME, OpDef, define, register, tensor_method
 from symshape.sym import expr as E
@@ -291,3 +293,24 @@ define(
 )
 
 __all__ = ["BY_NAME", "mask_index", "where_one_arg"]
+
+
+# -- whole-tensor comparisons: a Python bool of the data ---------------------------------------
+
+
+@register("allclose", "torch.allclose", tensor_method("allclose"))
+@composite
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """``torch.allclose``: an unbacked bool, ``isclose(...).all().item()``. Returned
+    or stored it is fine; branching on it is a data-dependent decision."""
+    return torch.isclose(input, other, rtol, atol, equal_nan).all().item()
+
+
+@register("equal", "torch.equal", tensor_method("equal"))
+@composite
+def equal(input, other):
+    """``torch.equal``: ``False`` for different shapes (decided by a guard), else
+    an unbacked bool of the values (dtypes are promoted, as eager does)."""
+    if input.shape != other.shape:
+        return False
+    return (input == other).all().item()

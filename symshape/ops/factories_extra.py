@@ -1,6 +1,7 @@
 """More factories and shape-only ops: ``empty_strided``/``empty_permuted``/
 ``new_empty_strided``, ``scalar_tensor``, ``logspace``, ``fill``/``zero_``,
-``constant_pad_nd``, ``hsplit``/``vsplit``/``dsplit`` and ``combinations``.
+``constant_pad_nd``, ``hsplit``/``vsplit``/``dsplit``, ``combinations``,
+``tril_indices``/``triu_indices``, ``one_hot`` and ``unravel_index``.
 
 Shapes, symbolically::
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from symshape.ops._compose import composite
+from symshape.ops._compose import composite, python_body, traced
 from symshape.ops._helpers import check_nonnegative, sym_tuple
 from symshape.ops.factories import _default_device, _meta, _options
 from symshape.ops.registry import register, tensor_method
@@ -194,3 +195,56 @@ def combinations(ctx, op, input, r=2, with_replacement=False):
         shape = (_count(ctx.concrete_int(m.shape[0]), r, with_replacement), r)
     out = ctx.out_meta(shape, m.dtype, m.device)
     return ctx.emit(op, (input,), {"r": r, "with_replacement": with_replacement}, out)
+
+
+# -- triangle indices, one_hot, unravel_index ------------------------------------------------
+
+
+def _triangle_indices(ctx, op, fn, row, col, offset, options):
+    # the count of (i, j) with j - i <= offset (tril) is piecewise in (row, col, offset):
+    # symbolic arguments are specialized, each with a guard, and eager's own size
+    # computation on the meta device gives it
+    from symshape.ops.factories import _concrete
+
+    row, col, offset = (_concrete(ctx, v) for v in (row, col, offset))
+    dtype, device, rg, _, kw = _options(
+        op, options, torch.int64, _default_device(), ("dtype", "layout", "device")
+    )
+    n = fn(row, col, offset, dtype=dtype, device="meta").shape[1]
+    return ctx.emit(op, (row, col, offset), kw, _meta(ctx, (2, n), dtype, device, rg))
+
+
+@register("tril_indices", "torch.tril_indices")
+def tril_indices(ctx, op, row, col, offset=0, **options):
+    return _triangle_indices(ctx, op, torch.tril_indices, row, col, offset, options)
+
+
+@register("triu_indices", "torch.triu_indices")
+def triu_indices(ctx, op, row, col, offset=0, **options):
+    return _triangle_indices(ctx, op, torch.triu_indices, row, col, offset, options)
+
+
+@register("one_hot", "torch.nn.functional.one_hot")
+def one_hot(ctx, op, tensor, num_classes=-1):
+    """``one_hot(t: [s0], C) -> [s0, C]``; with ``num_classes=-1`` the class count is
+    ``t.max() + 1``, a size of the data (an unbacked symbol). Eager refuses class
+    values outside ``[0, C)``: a runtime assert here."""
+    if ctx.meta(tensor).dtype is not torch.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+
+    def body(t, c):
+        if c == -1:
+            c = t.max().item() + 1  # eager raises on an empty t here too
+        bad = ((t < 0) | (t >= c)).sum().item()
+        return (t.unsqueeze(-1) == torch.arange(c, device=t.device)).long(), bad
+
+    out, bad = traced(ctx, body, tensor, num_classes)
+    ctx.check(
+        L.eq(ctx.sym(bad), 0), "one_hot: class values must be non-negative and below num_classes"
+    )
+    return out
+
+
+register("unravel_index", "torch.unravel_index", "torch.functional.unravel_index")(
+    python_body(torch.functional.unravel_index)
+)
