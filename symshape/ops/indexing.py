@@ -104,12 +104,30 @@ def _consumed(ctx, item) -> int:
     return 1
 
 
+def _sign_unknown(ctx, v) -> bool:
+    """A data-dependent int whose sign the engine does not know."""
+    return type(v) is not int and not ctx.has_hint(v) and ctx.known(L.lt(v, 0)) is None
+
+
+def _normalized(v, size):
+    """Python's slice bound: ``v + size`` when ``v < 0``, then clamped to ``[0, size]``."""
+    wraps = E.sym_min(E.sym_max(E.neg(v), 0), 1)  # 1 when v < 0 (v an int), else 0
+    return E.sym_min(E.sym_max(E.add(v, E.mul(wraps, size)), 0), size)
+
+
 def slice_length(ctx, size, start, stop, step):
     """Length of ``range(size)[start:stop:step]`` (step > 0), exactly."""
     step = 1 if step is None else ctx.sym(step)
     if not decide(ctx, L.gt(step, 0)):
         raise ValueError("step must be greater than zero")
     a = 0 if start is None else ctx.sym(start)
+    b = None if stop is None else ctx.sym(stop)
+    if _sign_unknown(ctx, a) or (b is not None and _sign_unknown(ctx, b)):
+        # a bound read from the data (``t.tolist()``): no branch on its sign, the
+        # exact clamped form instead, so one trace serves negative bounds too
+        lo = _normalized(a, size)
+        hi = size if b is None else _normalized(b, size)
+        return E.ceildiv(E.sym_max(E.sub(hi, lo), 0), step)
     a_neg = negative(ctx, a)
     if stop is None and a_neg:
         return E.ceildiv(E.sym_min(E.neg(a), size), step)  # size - max(size + a, 0)
@@ -118,7 +136,6 @@ def slice_length(ctx, size, start, stop, step):
     if stop is None:
         hi = size
     else:
-        b = ctx.sym(stop)
         b_neg = negative(ctx, b)
         hi = E.sym_max(E.add(b, size), 0) if b_neg else E.sym_min(b, size)
     diff = E.sub(hi, lo)

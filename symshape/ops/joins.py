@@ -217,6 +217,26 @@ def unbind(ctx, op, input, dim=0):
     return ctx.emit(op, (input, d), {}, tuple(view_meta(ctx, m, shape, strides) for _ in range(k)))
 
 
+def _split_points(ctx, t):
+    """A 1-D int64 tensor of split points read as unbacked ints (``t.tolist()``):
+    one trace serves every value; a 0-D tensor of sections decides how many
+    outputs there are, which is Python structure and cannot come from data."""
+    from symshape.ops._compose import traced
+
+    tm = ctx.meta(t)
+    if tm.dtype is not torch.int64 or tm.ndim > 1:
+        raise RuntimeError(
+            "tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
+            f"one-dimensional tensor of dtype long, but got a {tm.ndim}-D {tm.dtype} tensor"
+        )
+    if tm.ndim == 0:
+        raise NotImplementedError(
+            "tensor_split with a 0-D tensor of sections: how many outputs there are would "
+            "come from the data. Fix: pass the number of sections as a Python int"
+        )
+    return traced(ctx, lambda: t.tolist())
+
+
 @register("tensor_split", "torch.tensor_split", torch.Tensor.tensor_split)
 def tensor_split(ctx, op, input, indices_or_sections, dim=0):
     m = ctx.meta(input)
@@ -225,7 +245,7 @@ def tensor_split(ctx, op, input, indices_or_sections, dim=0):
             "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims"
         )
     if isinstance(indices_or_sections, torch.Tensor):
-        raise NotImplementedError("tensor_split with a tensor of indices is not supported")
+        indices_or_sections = _split_points(ctx, indices_or_sections)
     d = norm_dim(dim, m.ndim)
     n = m.shape[d]
     s = indices_or_sections

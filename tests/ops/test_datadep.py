@@ -225,3 +225,40 @@ def test_view_of_unbacked_size_records_an_assert():
     assert "_assert_failed" in comp
     with pytest.raises((RuntimeAssertionError, RuntimeError)):
         g(torch.tensor([1.0, 2.0, 3.0]))
+
+
+def test_tensor_split_at_points_read_from_a_tensor():
+    f = symshape.jit(lambda x, i: torch.tensor_split(x, i, dim=1), dynamic=True)
+    cases = [
+        (torch.randn(3, 10), torch.tensor([2, 5])),
+        (torch.randn(2, 7), torch.tensor([9, 1])),  # out of order and past the end
+        (torch.randn(1, 4), torch.tensor([-1, 3])),  # negative points wrap
+        (torch.randn(2, 6), torch.tensor([-9, -2])),
+        (torch.randn(2, 0), torch.tensor([-1, 0])),
+    ]
+    for x, i in cases:
+        got, want = f(x, i), torch.tensor_split(x, i, dim=1)
+        assert len(got) == len(want), i
+        for a, b in zip(got, want):
+            assert torch.equal(a, b), (x.shape, i)
+    assert f.stats.compiles == 1, f.stats.recompile_reasons
+
+
+def test_tensor_split_with_a_tensor_of_sections_is_refused_with_the_fix():
+    f = symshape.jit(lambda x, n: torch.tensor_split(x, n))
+    with pytest.raises(NotImplementedError, match="Python int"):
+        f(torch.randn(6), torch.tensor(2))
+
+
+def test_slice_bounds_from_data_of_either_sign():
+    def fn(x, i):
+        a, b = i.tolist()
+        y = x[a:b]
+        return y * 2, y.shape[0] + 1
+
+    f = symshape.jit(fn, dynamic=True)
+    for n, bounds in [(10, [2, -3]), (5, [-4, 100]), (5, [4, 1]), (7, [-100, -1]), (0, [-1, 2])]:
+        x, i = torch.arange(float(n)), torch.tensor(bounds)
+        (got, k), (want, m) = f(x, i), fn(x, i)
+        assert torch.equal(got, want) and k == m, (n, bounds)
+    assert f.stats.compiles == 1, f.stats.recompile_reasons
