@@ -247,10 +247,12 @@ class Builder:
         name = self.local(label)
         fetch = [f"{name} = {src}"]
         contiguous = t.is_contiguous()
+        order = None if contiguous else dense_order(t)
         shape, names, later, bind = [], [], [], []
         dynamic = False
         for d, size in enumerate(t.shape):
-            spec = self.policy.spec(label, t, d, is_param) if contiguous else STATIC
+            layout_known = contiguous or order is not None
+            spec = self.policy.spec(label, t, d, is_param) if layout_known else STATIC
             if spec == STATIC:
                 names.append("_")
                 shape.append(size)
@@ -318,7 +320,19 @@ class Builder:
             post.extend(bind)
         sizes = [None if not isinstance(d, int) else d for d in shape]
         strides = list(t.stride())
-        if dynamic:  # a stride is static only if every later size is
+        meta_strides = None if contiguous else tuple(t.stride())
+        if dynamic and order is not None:  # a permuted dense layout: strides follow the sizes
+            meta_strides = permuted_strides(shape, order)
+            strides = [st if isinstance(st, int) else None for st in meta_strides]
+            self.fail(
+                f"{name}.stride() != ({', '.join(map(str, meta_strides))},)",
+                f"{label} is dense in dimension order {list(order)}, strides ("
+                + ", ".join(str(self.ctx.env.describe(st)) for st in meta_strides)
+                + ")",
+                f"{name}.stride()",
+                into=post,
+            )
+        elif dynamic:  # a stride is static only if every later size is
             for i in range(len(strides)):
                 if any(x is None for x in sizes[i + 1 :]):
                     strides[i] = None
@@ -341,7 +355,7 @@ class Builder:
             t.dtype,
             t.device,
             t.requires_grad,
-            None if contiguous else tuple(t.stride()),
+            meta_strides,
         )
         var = Var(name, meta)
         proxy = self.ctx.proxy(var, meta)
@@ -492,6 +506,34 @@ class Builder:
                 if sub is not None and id(sub) in self.module_of:
                     parents.setdefault(id(sub), mid)
         return parents
+
+
+def dense_order(t: torch.Tensor) -> tuple[int, ...] | None:
+    """The dimension order (outermost first) in which a non-contiguous tensor
+    is dense and non-overlapping (a transpose, ``channels_last``, a Fortran-order
+    matrix), or None. A size 0 makes every stride arbitrary: None then too; a
+    size-1 dimension's stride is arbitrary as well, so it must sit where the
+    order puts it (the prologue checks every stride of every call)."""
+    shape, st = tuple(t.shape), t.stride()
+    if 0 in shape:
+        return None
+    order = tuple(sorted(range(len(shape)), key=lambda d: (-st[d], d)))
+    expect = 1
+    for d in reversed(order):
+        if st[d] != expect:
+            return None
+        expect *= shape[d]
+    return order
+
+
+def permuted_strides(shape: list, order: tuple[int, ...]) -> tuple:
+    """Strides of a dense layout in ``order``, as expressions of the sizes."""
+    out: list = [None] * len(shape)
+    acc = 1
+    for d in reversed(order):
+        out[d] = acc
+        acc = acc * shape[d]
+    return tuple(out)
 
 
 def _root_source(size: str, scale: int, offset: int) -> str:
