@@ -401,10 +401,10 @@ def _norm(ctx, op, input, p="fro", dim=None, keepdim=False, out=None, dtype=None
         dim = [dim]
     if isinstance(p, str):
         if p != "fro" or (dim is not None and len(dim) > 2):
-            raise NotImplementedError(
-                f"torch.norm(p={p!r}) (a matrix norm) is not supported while tracing; "
-                "use torch.linalg.vector_norm or p='fro'"
-            )
+            # 'nuc' (or 'fro' over more than two dims, which eager refuses there too)
+            mn = BY_NAME["linalg_matrix_norm"]
+            dims = list(range(ctx.meta(input).ndim)) if dim is None else dim
+            return mn.rule(ctx, mn, input, p, dims, keepdim, dtype=dtype)
         p = 2
     vn = BY_NAME["vector_norm"]
     return vn.rule(ctx, vn, input, 2.0 if p is None else p, dim, keepdim, dtype=dtype)

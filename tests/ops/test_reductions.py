@@ -198,3 +198,15 @@ def test_errors_like_eager(fn, error):
         fn(x)
     with pytest.raises(error):
         symshape.jit(fn, dynamic=True)(x)
+
+
+def test_nuclear_norm_through_torch_norm():
+    def fn(x):
+        return torch.norm(x[0], p="nuc"), x.norm("nuc", dim=(0, 2)), x[0].norm("nuc", keepdim=True)
+
+    f = symshape.jit(fn, dynamic=True)
+    for shape in [(3, 4, 5), (2, 6, 3), (4, 2, 2)]:
+        x = torch.randn(shape, dtype=torch.float64)
+        for a, b in zip(f(x), fn(x)):
+            torch.testing.assert_close(a, b)
+    assert f.stats.compiles == 1, f.stats.recompile_reasons
