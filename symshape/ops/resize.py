@@ -313,7 +313,7 @@ def interpolate(
             "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires "
             "a 4-D tensor as input"
         )
-    if mode == "area" and m.ndim in (3, 4):
+    if mode == "area" and m.ndim in (3, 4, 5):
         target = BY_NAME[f"adaptive_avg_pool{dim}d"]
         return target.rule(ctx, target, input, output_size)
     kernel = _KERNELS.get((mode + ("-aa" if antialias else ""), m.ndim))
@@ -321,7 +321,7 @@ def interpolate(
         need = {"linear": 3, "bilinear": 4, "trilinear": 5}.get(mode)
         if need is not None and m.ndim in (3, 4, 5):
             raise NotImplementedError(f"Got {m.ndim}D input, but {mode} mode needs {need}D input")
-        if mode in ("area", "lanczos") and m.ndim in (4, 5):
+        if mode == "lanczos" and m.ndim in (4, 5):
             raise NotImplementedError(
                 f"F.interpolate(mode={mode!r}) of a {m.ndim}D input is not supported while "
                 "tracing; use mode='bilinear' or resize outside the jit-compiled function"

@@ -218,6 +218,11 @@ def test_interpolate_1d_3d_and_modules():
         lambda n: (torch.randn(1, 2, n, 2, 3),),
         *SIZES,
     )
+    check(  # area of a volume: adaptive_avg_pool3d
+        lambda x: F.interpolate(x, scale_factor=0.5, mode="area"),
+        lambda n: (torch.randn(1, 2, n + 1, 4, 6),),
+        *SIZES,
+    )
 
 
 def test_interpolate_inexact_scale_specializes():
