@@ -436,3 +436,8 @@ def _pixel_shuffle(ctx, grads, outs, input, upscale_factor):
 @vjp("pixel_unshuffle")
 def _pixel_unshuffle(ctx, grads, outs, input, downscale_factor):
     return {0: F.pixel_shuffle(grads[0], downscale_factor)}
+
+
+@vjp("aten_native_dropout_backward")
+def _native_dropout_backward(ctx, grads, outs, grad_output, mask, scale):
+    return {0: torch.ops.aten.native_dropout_backward(grads[0], mask, scale)}  # linear in grad

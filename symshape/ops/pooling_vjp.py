@@ -133,3 +133,15 @@ def _adaptive_max_pool2d(ctx, grads, outs, input, output_size):
 def _adaptive_max_pool1d(ctx, grads, outs, input, output_size):
     g, x, i = grads[0].unsqueeze(-2), input.unsqueeze(-2), outs[1].unsqueeze(-2)
     return {0: torch.ops.aten.adaptive_max_pool2d_backward(g, x, i).squeeze(-2)}
+
+
+# -- gradients of the backward kernels (double backward) ----------------------------------------
+
+
+@vjp("aten_max_pool2d_with_indices_backward")
+def _max_pool2d_backward(ctx, grads, outs, grad_output, input, *args):
+    # out[..., indices[..., i]] += grad_output[..., i]: linear in grad_output, so its
+    # gradient reads g where each window's maximum was; input's values are not used
+    indices = args[-1]
+    picked = grads[0].flatten(-2).gather(-1, indices.flatten(-2))
+    return {0: picked.view(indices.shape)}

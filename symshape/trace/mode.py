@@ -31,6 +31,8 @@ def op_name(func) -> str:
         return f"Tensor.{getattr(func.__self__, '__name__', '?')} (attribute)"
     if isinstance(func, torch._ops.OpOverload):  # a torch.library op: torch.ops.ns.name.overload
         return f"torch.ops.{func.namespace}.{func._opname}.{func._overloadname}"
+    if isinstance(func, torch._ops.OpOverloadPacket):  # torch.ops.ns.name
+        return f"torch.ops.{func._qualified_op_name.replace('::', '.')}"
     mod = getattr(func, "__module__", None) or ""
     qual = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
     qual = qual.replace("TensorBase.", "Tensor.").replace("_VariableFunctionsClass.", "")

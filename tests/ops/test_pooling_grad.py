@@ -6,6 +6,8 @@ import torch
 import torch.nn.functional as F
 from harness import check_grad
 
+import symshape
+
 SHAPES = (3, (1, 5))
 D = torch.float64
 
@@ -90,3 +92,24 @@ def test_pad(fn, make):
 )  # fmt: skip
 def test_interpolate(fn, make):
     check_grad(fn, make, *SHAPES)
+
+
+def test_gradients_of_the_backward_kernels_themselves():
+    # what a double backward differentiates: both kernels are linear in their gradient input
+    def fn(g, x, noise):
+        _, idx = F.max_pool2d(x, 2, return_indices=True)
+        a = torch.ops.aten.max_pool2d_with_indices_backward(
+            g, x, [2, 2], [2, 2], [0, 0], [1, 1], False, idx
+        )
+        b = torch.ops.aten.native_dropout_backward(a, noise, 2.0)
+        return (b * b.detach().cos()).sum()
+
+    f = symshape.jit(fn, dynamic=True)
+    for n, h in [(2, 4), (3, 6), (4, 8)]:
+        x = torch.randn(n, 3, h, h, dtype=torch.float64)
+        g = torch.randn(n, 3, h // 2, h // 2, dtype=torch.float64, requires_grad=True)
+        noise = torch.rand(n, 3, h, h) > 0.5
+        (got,) = torch.autograd.grad(f(g, x, noise), g)
+        (want,) = torch.autograd.grad(fn(g, x, noise), g)
+        torch.testing.assert_close(got, want)
+    assert f.stats.compiles == 1, f.stats.recompile_reasons
