@@ -12,6 +12,8 @@ Shapes, symbolically::
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from symshape.ops._compose import composite, python_body, traced
@@ -174,25 +176,26 @@ register("dsplit", "torch.dsplit", tensor_method("dsplit"))(
 )
 
 
-def _count(n: int, r: int, replacement: bool) -> int:
-    from math import comb
-
-    return comb(n + r - 1, r) if replacement else comb(n, r)
+def _count(n, r: int, replacement: bool):
+    """How many combinations: the binomial coefficient C(n, r), or C(n + r - 1, r)
+    with replacement, as the exact polynomial ``n (n-1) ... (n-r+1) // r!`` (a
+    product of r consecutive integers divides by r!, and it is 0 when n < r, as
+    eager's empty result needs), so a symbolic size stays symbolic."""
+    top = E.add(n, r - 1) if replacement else n
+    num = 1
+    for k in range(r):
+        num = E.mul(num, E.sub(top, k))
+    return E.floordiv(num, math.factorial(r))
 
 
 @register("combinations", "torch.combinations")
 def combinations(ctx, op, input, r=2, with_replacement=False):
-    """The count is a binomial coefficient of the input's size, which the engine does
-    not represent: the size is specialized (a guard) and the count computed."""
     m = ctx.meta(input)
     if m.ndim != 1:
         raise RuntimeError(f"Expect a 1D vector, but got shape {[show(ctx, d) for d in m.shape]}")
     if r < 0:
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
-    if r == 0:
-        shape = (0,)
-    else:
-        shape = (_count(ctx.concrete_int(m.shape[0]), r, with_replacement), r)
+    shape = (0,) if r == 0 else (_count(m.shape[0], r, with_replacement), r)
     out = ctx.out_meta(shape, m.dtype, m.device)
     return ctx.emit(op, (input,), {"r": r, "with_replacement": with_replacement}, out)
 

@@ -78,3 +78,28 @@ def test_unravel_index_matches_eager_at_other_shapes(dims):
         for a, b in zip(got, want):
             assert torch.equal(a, b), shape
     assert f.stats.compiles == 1, f.stats.recompile_reasons
+
+
+@pytest.mark.parametrize("replacement", [False, True])
+@pytest.mark.parametrize("r", [0, 1, 2, 3, 4])
+def test_combinations_count_is_a_polynomial_of_the_size(r, replacement):
+    def fn(x):
+        c = torch.combinations(x, r, replacement)
+        return c * 2, c.shape[0]
+
+    f = symshape.jit(fn, dynamic=True)
+    for n in [5, 3, 1, 0, 2, 7, 4]:  # n < r included: eager's result is empty
+        x = torch.arange(float(n))
+        (got, k), (want, m) = f(x), fn(x)
+        assert torch.equal(got, want) and k == m, (n, got.shape, want.shape)
+    assert f.stats.compiles == 1, f.stats.recompile_reasons
+
+
+def test_combinations_gradient_at_other_sizes():
+    f = symshape.jit(lambda x: (torch.combinations(x, 2).prod(-1) ** 2).sum(), dynamic=True)
+    for n in [4, 6, 3]:
+        x = torch.randn(n, dtype=torch.float64, requires_grad=True)
+        (got,) = torch.autograd.grad(f(x), x)
+        (want,) = torch.autograd.grad((torch.combinations(x, 2).prod(-1) ** 2).sum(), x)
+        torch.testing.assert_close(got, want)
+    assert f.stats.compiles == 1, f.stats.recompile_reasons
