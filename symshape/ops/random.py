@@ -131,6 +131,25 @@ def rrelu(ctx, op, input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=
         raise NotImplementedError("F.rrelu(inplace=True) is not supported while tracing")
     _no_generator(op, kw)
     m = ctx.meta(input)
+    if training and torch.is_grad_enabled() and m.requires_grad:
+        # the gradient multiplies by each element's random slope: keep it
+        metas = (ctx.out_meta(m.shape, m.dtype, m.device),) * 2
+        return ctx.emit(_rrelu_noise, (input, lower, upper), {}, metas)[0]
     return ctx.emit(
         op, (input, lower, upper, training), {}, ctx.out_meta(m.shape, m.dtype, m.device)
     )
+
+
+def rrelu_noise(input, lower, upper):
+    """Eager's ``F.rrelu(training=True)`` (``at::rrelu``: ``rrelu_with_noise`` into a
+    fresh noise tensor, so the same random draws), also returning that noise: the
+    slope of each element, 1 where the input is >= 0."""
+    noise = torch.empty_like(input, memory_format=torch.contiguous_format)
+    return torch.ops.aten.rrelu_with_noise(input, noise, lower, upper, True), noise
+
+
+@register("rrelu_noise", "symshape.ops.random.rrelu_noise", random=True)
+def _rrelu_noise(ctx, op, input, lower, upper):
+    m = ctx.meta(input)
+    metas = (ctx.out_meta(m.shape, m.dtype, m.device),) * 2
+    return ctx.emit(op, (input, lower, upper), {}, metas)

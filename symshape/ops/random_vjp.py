@@ -1,7 +1,7 @@
 """Gradients of the random family (``random.py``), as eager defines them:
 ``bernoulli`` and ``normal`` pass no gradient to their parameters (zeros, not
 a reparameterization); ``rrelu`` outside training is a leaky ReLU with the
-mean slope."""
+mean slope, and in training multiplies by the random slopes it drew."""
 
 from __future__ import annotations
 
@@ -25,13 +25,15 @@ def _normal(ctx, grads, outs, mean, std=1.0, size=None, **kwargs):
 
 @vjp("rrelu")
 def _rrelu(ctx, grads, outs, input, lower, upper, training):
-    if training:
-        raise NotImplementedError(
-            "the gradient of F.rrelu(training=True) needs eager's random slopes, which the trace "
-            "does not keep; train with training=False or run rrelu outside symshape.jit"
-        )
+    if training:  # the rule records rrelu_noise whenever a gradient is needed
+        raise AssertionError("symshape bug: F.rrelu(training=True) recorded without its noise")
     g = grads[0]
     return {0: torch.where(input > 0, g, g * ((lower + upper) / 2))}
+
+
+@vjp("rrelu_noise")
+def _rrelu_noise(ctx, grads, outs, input, lower, upper):
+    return {0: grads[0] * outs[1]}  # out = input * noise
 
 
 nondifferentiable("multinomial", "get_rng_state")
