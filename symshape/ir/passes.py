@@ -5,6 +5,7 @@ from __future__ import annotations
 from symshape.ir.node import ASSERT, SYM, Node, Var, iter_vars, map_vars
 from symshape.ir.printer import fmt
 from symshape.ir.trace import Trace
+from symshape.sym.expr import Symbol
 
 
 def has_effect(n: Node) -> bool:
@@ -41,7 +42,11 @@ def cse(trace: Trace) -> Trace:
         kwargs = tuple((k, map_vars(v, sub)) for k, v in n.kwargs)
         if args is not n.args or kwargs != n.kwargs:
             n = Node(n.op, args, kwargs, n.outputs, n.where, n.unpack, n.extra)
-        if has_effect(n) or getattr(n.op, "random", False):
+        # a node that binds unbacked symbols (``u0, u1 = _tolist(i)``) is never merged:
+        # expressions elsewhere (metas, later sizes, the backward) name its symbols,
+        # and renaming its output variables would leave those names unbound
+        binds = any(type(v.meta) is Symbol for v in n.outputs)
+        if binds or has_effect(n) or getattr(n.op, "random", False):
             epoch += has_effect(n) and n.op is not ASSERT
             out.append(n)
             continue

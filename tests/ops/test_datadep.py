@@ -262,3 +262,22 @@ def test_slice_bounds_from_data_of_either_sign():
         (got, k), (want, m) = f(x, i), fn(x, i)
         assert torch.equal(got, want) and k == m, (n, bounds)
     assert f.stats.compiles == 1, f.stats.recompile_reasons
+
+
+def test_reading_the_same_values_twice_keeps_every_symbol_bound():
+    # two .tolist() of one tensor are two bindings: merging them left the second's
+    # symbols unbound in sizes, outputs and the backward
+    def fn(x, i):
+        y = x[i.tolist()[0] : i.tolist()[1]]
+        z = x[: i.tolist()[1]]
+        return (y * 2).sum() + z.sum(), y.shape[0] + z.shape[0]
+
+    f = symshape.jit(fn, dynamic=True)
+    for n, bounds in [(10, [2, 7]), (6, [1, 3]), (8, [0, 8]), (5, [-2, 9])]:
+        x = torch.randn(n, dtype=torch.float64, requires_grad=True)
+        i = torch.tensor(bounds)
+        (got, k), (want, m) = f(x, i), fn(x, i)
+        assert k == m
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(torch.autograd.grad(got, x)[0], torch.autograd.grad(want, x)[0])
+    assert f.stats.compiles == 1, f.stats.recompile_reasons
