@@ -20,11 +20,10 @@ from __future__ import annotations
 import dataclasses
 import keyword
 import math
-import operator
 
 import torch
 
-from symshape.ir import ASSERT, CONST, SYM, Node, OpRef, TensorMeta, Trace, Var
+from symshape.ir import ASSERT, CONST, SYM, Node, TensorMeta, Trace, Var
 from symshape.ir.printer import RESERVED
 from symshape.sym import expr as E
 from symshape.sym import logic as L
@@ -70,12 +69,13 @@ _OPERATOR_REFS = ("add", "sub", "mul", "truediv", "pow", "mod", "floordiv")
 def _refs() -> dict:
     """The IR's own callables that are not registry ops, by (name, source)."""
     from symshape.jit.tracer import _SIZE
-    from symshape.trace.context import TRUEDIV
+    from symshape.trace.context import operator_ref
 
-    refs = {(r.name, r.source): r for r in (_SIZE, TRUEDIV)}
+    refs = {(_SIZE.name, _SIZE.source): _SIZE}
     for fn in _OPERATOR_REFS:
-        r = OpRef(fn, getattr(operator, fn), f"operator.{fn}")
+        r = operator_ref(fn)
         refs[(r.name, r.source)] = r
+        refs[(fn, r.source)] = r  # files written before the py_ prefix
     return refs
 
 

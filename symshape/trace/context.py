@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import operator
 import threading
 
 import torch
@@ -26,7 +27,19 @@ from symshape.trace.symnode import SymNode, to_symbool, to_symfloat, to_symint
 
 _tls = threading.local()
 
-TRUEDIV = OpRef("truediv", __import__("operator").truediv, "operator.truediv")
+_OPERATOR_REFS: dict[str, OpRef] = {}
+
+
+def operator_ref(fn: str) -> OpRef:
+    """The IR op for Python's ``operator.<fn>`` on opaque floats. Named ``py_<fn>`` so
+    that its alias in generated code (``_py_mul``) never meets a torch op's (``_mul``)."""
+    ref = _OPERATOR_REFS.get(fn)
+    if ref is None:
+        ref = _OPERATOR_REFS[fn] = OpRef(f"py_{fn}", getattr(operator, fn), f"operator.{fn}")
+    return ref
+
+
+TRUEDIV = operator_ref("truediv")
 
 
 def current() -> TraceContext | None:
@@ -327,8 +340,6 @@ class TraceContext:
         return SymNode(self, fn(), "float")
 
     def _opaque_binop(self, op: str, a: SymNode, b: SymNode) -> SymNode:
-        import operator
-
         fn = {
             "add": "add",
             "sub": "sub",
@@ -343,15 +354,7 @@ class TraceContext:
             raise self._opaque_error(o, f"`{op}` needs to compare")
         x, y = self._float_operand(a), self._float_operand(b)
         v = self.new_var("f")
-        self.nodes.append(
-            Node(
-                OpRef(fn, getattr(operator, fn), f"operator.{fn}"),
-                (x, y),
-                (),
-                (v,),
-                self._where(),
-            )
-        )
+        self.nodes.append(Node(operator_ref(fn), (x, y), (), (v,), self._where()))
         what = f"({a.value} {fn} {b.value})"
         src = a.value if isinstance(a.value, F.Opaque) else b.value
         return SymNode(self, F.Opaque(v, what, src.is_input), "float")

@@ -281,3 +281,19 @@ def test_reading_the_same_values_twice_keeps_every_symbol_bound():
         torch.testing.assert_close(got, want)
         torch.testing.assert_close(torch.autograd.grad(got, x)[0], torch.autograd.grad(want, x)[0])
     assert f.stats.compiles == 1, f.stats.recompile_reasons
+
+
+def test_float_values_read_from_data_combine_with_tensor_ops_of_the_same_name():
+    # `b * 2` on a float read with .item() and `x * a` on tensors are both "mul":
+    # the generated code must keep the two apart
+    def fn(x):
+        a, b = x.sum().item(), x.amax().item()
+        return x * a + b * 2 - b / 3, a * b
+
+    f = symshape.jit(fn, dynamic=True)
+    for n in [3, 5, 2]:
+        x = torch.randn(n)
+        (t, v), (tw, vw) = f(x), fn(x)
+        torch.testing.assert_close(t, tw)
+        assert v == pytest.approx(vw, rel=1e-6)
+    assert f.stats.compiles == 1, f.stats.recompile_reasons
