@@ -19,6 +19,7 @@ the tensors its rules actually read.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from symshape.ir import ASSERT, CONST, SYM, TensorMeta, Trace, Var, cse, dce, iter_vars
@@ -27,6 +28,7 @@ from symshape.ops.grad import unbroadcast
 from symshape.trace.context import TraceContext
 from symshape.trace.errors import TracingError
 from symshape.trace.mode import TracingMode
+from symshape.trace.symfloat import Opaque
 
 
 class NoGradientRuleError(TracingError):
@@ -39,6 +41,7 @@ class Backward:
     saved: list  # forward Vars (tensors) the backward reads
     symbols: list  # forward symbol Vars the backward reads
     grad_outputs: list  # forward output Vars that receive a gradient (in order)
+    floats: list = dataclasses.field(default_factory=list)  # forward float Vars it reads
 
 
 def _requires_grad(v) -> bool:
@@ -53,6 +56,7 @@ def build_backward(fctx: TraceContext, fwd: Trace, outputs: list, inputs: list) 
     bctx.symbol_inputs = []
     bctx.constants = dict(fwd.constants)
     saved: dict[int, tuple] = {}
+    floats: dict[int, tuple] = {}  # forward float Var -> (it, backward input Var, SymFloat)
 
     def proxy_of(v: Var):
         hit = saved.get(id(v))
@@ -72,6 +76,12 @@ def build_backward(fctx: TraceContext, fwd: Trace, outputs: list, inputs: list) 
                 from symshape.sym.logic import BoolExpr
 
                 return bctx.symbool(x.meta) if isinstance(x.meta, BoolExpr) else bctx.symint(x.meta)
+            if x.meta == "float":  # a Python float of the forward (n / 2, .item()): saved
+                hit = floats.get(id(x))
+                if hit is None:
+                    bv = Var(x.name, "float")
+                    hit = floats[id(x)] = (x, bv, bctx.symfloat(Opaque(bv, x.name)))
+                return hit[2]
             raise TracingError(
                 f"the backward needs the run-time value {x.name}, which is not saved"
             )
@@ -141,7 +151,12 @@ def build_backward(fctx: TraceContext, fwd: Trace, outputs: list, inputs: list) 
         if id(p._ss_var) in used and p._ss_var.name not in bctx.constants
     ]
     syms = [v for v in bctx.symbol_inputs if id(v) in used]
-    trace.inputs = [p._ss_var for _, p in keep_saved] + syms + grad_vars
+    kept_floats = [(fv, bv) for fv, bv, _ in floats.values() if id(bv) in used]
+    trace.inputs = (
+        [p._ss_var for _, p in keep_saved] + syms + [bv for _, bv in kept_floats] + grad_vars
+    )
     trace.lint()
     del saved_inputs
-    return Backward(trace, [fv for fv, _ in keep_saved], syms, list(outputs))
+    return Backward(
+        trace, [fv for fv, _ in keep_saved], syms, list(outputs), [fv for fv, _ in kept_floats]
+    )

@@ -315,7 +315,7 @@ def _autograd(ctx, trace: Trace, output, out_spec, name: str) -> _Grad | None:
         if ctx.env.info(v.meta).backed and all(fv is not x for x in trace.inputs):
             trace.inputs.append(fv)  # the prologue passes it; the forward hands it on
         sym_vars.append(fv)
-    trace.output = (*leaves, *bw.saved, *sym_vars)
+    trace.output = (*leaves, *bw.saved, *sym_vars, *bw.floats)
     trace.doc += "\nreturns the outputs, then what the backward saves (tensors, then sizes)"
     return _Grad(bw, spec, len(leaves), diff_out, inputs)
 

@@ -279,7 +279,7 @@ class TraceContext:
 
     def opaque_float(self, op, args, what: str):
         """A float read from tensor data (``.item()``): bound in the trace, opaque to the engine."""
-        v = self.new_var("f")
+        v = self.new_var("f", "float")
         a = tuple(self.arg(x) for x in args)
         self.nodes.append(Node(op, a, (), (v,), self._where(), unpack=True))
         return self.symfloat(F.Opaque(v, what))
@@ -353,7 +353,7 @@ class TraceContext:
             o = a.value if isinstance(a.value, F.Opaque) else b.value
             raise self._opaque_error(o, f"`{op}` needs to compare")
         x, y = self._float_operand(a), self._float_operand(b)
-        v = self.new_var("f")
+        v = self.new_var("f", "float")
         self.nodes.append(Node(operator_ref(fn), (x, y), (), (v,), self._where()))
         what = f"({a.value} {fn} {b.value})"
         src = a.value if isinstance(a.value, F.Opaque) else b.value
@@ -439,7 +439,7 @@ class TraceContext:
         num, den = self.materialize(r.num), self.materialize(r.den)
         if type(num) is int and type(den) is int:
             return num / den
-        v = self.new_var("f")
+        v = self.new_var("f", "float")
         self.nodes.append(Node(TRUEDIV, (num, den), outputs=(v,)))
         return v
 

@@ -71,3 +71,23 @@ def test_module_parameters_get_grads_and_optimizer_steps():
     for p, q in zip(m.parameters(), e.parameters()):
         torch.testing.assert_close(p.grad, q.grad)
     assert jm.stats.compiles == 1
+
+
+@pytest.mark.parametrize(
+    "fn, extra",
+    [
+        (lambda x: x * (x.shape[0] / 2), ()),  # a float made from a size
+        (lambda x, s: x * s + x / s, (0.5,)),  # a float argument
+        (lambda x: x * x.detach().sum().item() * 2, ()),  # a float read from data
+    ],
+    ids=["size_ratio", "float_argument", "item"],
+)
+def test_backward_receives_the_python_floats_it_multiplies_by(fn, extra):
+    f = symshape.jit(fn, dynamic=True)
+    for n, s in [(4, 0.5), (5, 1.7), (2, -3.0)]:
+        x = torch.randn(n, 3, dtype=torch.float64, requires_grad=True)
+        args = (x, s) if extra else (x,)
+        got = torch.autograd.grad(f(*args).sum(), x)[0]
+        want = torch.autograd.grad(fn(*args).sum(), x)[0]
+        torch.testing.assert_close(got, want)
+    assert f.stats.compiles == 1, f.stats.recompile_reasons
