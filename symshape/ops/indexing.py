@@ -25,7 +25,7 @@ import torch
 
 from symshape.ops._helpers import broadcast_shapes, norm_dim, numel
 from symshape.ops.inplace import update
-from symshape.ops.registry import register, tensor_method
+from symshape.ops.registry import OpDef, define, register, tensor_method
 from symshape.ops.views import (
     check_index,
     decide,
@@ -322,7 +322,37 @@ def setitem(ctx, op, input, index, value):
         return ctx.data_dependent_op("boolean mask indexing", input, index)
     if isinstance(value, torch.Tensor):
         check_value(ctx, shape, ctx.meta(value).shape, "indexing result")
+    needs = torch.is_grad_enabled() and any(
+        isinstance(t, torch.Tensor) and ctx.meta(t).requires_grad for t in (input, value)
+    )
+    if needs and ctx.may_rebind(input):  # y = x.clone(); y[:, 0] = v: trains like eager
+        m = ctx.meta(input)
+        new = ctx.emit(
+            SETITEM_COPY, (input, index, value), {}, ctx.out_meta(m.shape, m.dtype, m.device)
+        )
+        ctx.rebind(input, new)
+        return
     ctx.emit(op, (input, index, value), {}, None, effect=True)
+
+
+def setitem_copy(input, index, value):
+    """``input[index] = value`` on a copy of ``input``: how a trace records an indexed
+    assignment to a tensor it made when a gradient flows through it."""
+    out = input.clone()
+    out[index] = value
+    return out
+
+
+SETITEM_COPY = define(
+    OpDef(
+        "setitem_copy",
+        "symshape.ops.indexing.setitem_copy",
+        setitem_copy,
+        lambda *a, **k: None,
+        tags=frozenset({"allocates"}),  # a new tensor: later updates may rebind it too
+    ),
+    [],
+)
 
 
 # -- index functions -------------------------------------------------------------------------

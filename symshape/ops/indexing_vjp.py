@@ -229,3 +229,13 @@ def _kthvalue(ctx, grads, outs, input, k, dim=-1, keepdim=False):
 nondifferentiable("argsort")
 
 __all__ = ["index_backward", "reshaped", "scatter_into", "sizes", "zeros_of"]
+
+
+@vjp("setitem_copy")
+def _setitem_copy(ctx, grads, outs, input, index, value):
+    # out = input with out[index] = value: the overwritten part of input gets no gradient,
+    # value gets what lands on it (summed back to its shape where it was broadcast)
+    g = grads[0]
+    gi = g.clone()
+    gi[index] = 0
+    return {0: gi, 2: g[index] if is_t(value) else None}

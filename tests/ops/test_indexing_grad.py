@@ -166,3 +166,44 @@ def test_topk_with_a_data_dependent_k():
         return x[:, 0, 0].topk(k).values
 
     check_grad(fn, x3, *SHAPES)
+
+
+def test_indexed_assignment_to_a_tensor_the_trace_made_trains():
+    # y = x.clone(); y[...] = v: recorded out of place, so gradients reach x and v
+    def fn(x, v, w):
+        y = x.clone() * 2
+        y[:, 0] = 1.0
+        y[1:, 1:3] = v
+        y[torch.tensor([0, 0])] = w * 3
+        return y.exp()
+
+    def make(n):
+        return (
+            torch.randn(n, 4, dtype=torch.float64, requires_grad=True),
+            torch.randn(2, dtype=torch.float64, requires_grad=True),
+            torch.randn(4, dtype=torch.float64, requires_grad=True),
+        )
+
+    check_grad(fn, make, 3, (5, 2))
+
+
+def test_indexed_assignment_without_gradients_stays_in_place():
+    def fn(x):
+        y = x.clone()
+        y[:, 0] = 1.0
+        return y
+
+    f = symshape.jit(fn, dynamic=True)
+    x = torch.randn(3, 4)
+    torch.testing.assert_close(f(x), fn(x))
+    assert "_setitem(" in str(f.traces()[0].computation)
+
+
+def test_assignment_through_a_view_that_needs_gradients_is_refused_with_the_fix():
+    def fn(x):
+        y = x.clone()
+        y[..., -1] += 1.0  # an in-place add on a view of y, then the store
+        return y
+
+    with pytest.raises(symshape.TracingError, match="out of place"):
+        symshape.jit(fn)(torch.randn(3, 4, requires_grad=True))
