@@ -14,14 +14,14 @@ FAMILIES = (
     "elementwise", "metadata", "casts", "factories", "reductions", "linalg", "views",
     "indexing", "joins", "sorting", "datadep", "nn", "dropout", "conv", "pooling", "resize", "losses",
     "random", "special", "views_extra", "fft", "linalg_extra", "linalg_misc",
-    "scans_extra", "indexing_extra", "nn_extra", "factories_extra",
+    "scans_extra", "indexing_extra", "nn_extra", "factories_extra", "rnn",
 )  # fmt: skip
 GRADIENTS = (
     "elementwise_vjp", "casts_vjp", "factories_vjp", "reductions_vjp", "linalg_vjp",
     "views_vjp", "indexing_vjp", "joins_vjp", "datadep_vjp", "nn_vjp", "conv_vjp",
     "pooling_vjp", "resize_vjp", "losses_vjp", "random_vjp",
     "special_vjp", "views_extra_vjp", "fft_vjp", "linalg_extra_vjp",
-    "scans_extra_vjp", "indexing_extra_vjp", "nn_extra_vjp", "factories_extra_vjp",
+    "scans_extra_vjp", "indexing_extra_vjp", "nn_extra_vjp", "factories_extra_vjp", "rnn_vjp",
 )  # fmt: skip
 for _module in FAMILIES + GRADIENTS:
     importlib.import_module(f"symshape.ops.{_module}")
