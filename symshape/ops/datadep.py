@@ -1,7 +1,7 @@
 """Ops whose output size depends on the data: ``nonzero``, boolean masks,
 ``unique``, ``repeat_interleave`` with a tensor of repeats, ``bincount``,
-``.item()`` and ``.tolist()``, and the bools of the data ``allclose`` and
-``equal`` return.
+``.item()`` and ``.tolist()``. Bools read from data (``.item()`` of a bool
+tensor, ``equal``, ``allclose``) are refused where they are read.
 
 Each creates **unbacked** symbols (no hint: the count is known only when the
 trace runs), binds them in the trace where the op runs, and states what the
@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import torch
 
-from symshape.ops._compose import composite
+from symshape.ops._compose import composite, traced
 from symshape.ops._helpers import broadcast_shapes, norm_dim, numel
 from symshape.ops.registry import BY_NAME, OpDef, define, register, tensor_method
+from symshape.sym import DataDependentError
 from symshape.sym import expr as E
 from symshape.sym import logic as L
 from symshape.trace.proxy import TensorProxy
@@ -246,7 +247,24 @@ def _item_rule(ctx, op, input):
     return _scalar(ctx, input, m.dtype, f"{_name(input)}.item()")
 
 
+def _bool_from_data(ctx, what: str):
+    """A Python bool read from tensor data cannot be traced faithfully: eager's is a
+    real ``True``/``False``, and code may test it with ``is True``, which no
+    symbolic stand-in can answer like eager. It is refused where it is read."""
+    where = ctx._where()
+    raise DataDependentError(
+        f"`{what}` reads a Python bool from tensor data"
+        + (f"\n  at {where.describe()}" if where else "")
+        + "\nIts value is known only when the trace runs, and Python tests on it (if, and, "
+        "`is True`) cannot be recorded. Fix: keep it as a tensor (e.g. `mask.any()` with "
+        "torch.where), or read it outside the jit-compiled function.",
+        location=where,
+    )
+
+
 def _scalar(ctx, t, dtype, what):
+    if dtype is torch.bool:
+        _bool_from_data(ctx, what)
     if dtype.is_floating_point or dtype.is_complex:
         return ctx.opaque_float(ITEM, (t,), what)
     lo, hi = (0, 1) if dtype is torch.bool else _int_range(dtype)
@@ -272,6 +290,8 @@ def _tolist_rule(ctx, op, input):
         raise NotImplementedError(
             "tolist() of a floating-point tensor while tracing is not supported; keep the values in a tensor"
         )
+    if m.dtype is torch.bool:
+        _bool_from_data(ctx, f"{_name(input)}.tolist()")
     lo, hi = (0, 1) if m.dtype is torch.bool else _int_range(m.dtype)
     syms = [ctx.unbacked(f"{_name(input)}.tolist()[{i}]", min=lo, max=hi) for i in range(count)]
     ctx.emit_binding(TOLIST, (input,), {}, syms)
@@ -299,18 +319,22 @@ __all__ = ["BY_NAME", "mask_index", "where_one_arg"]
 
 
 @register("allclose", "torch.allclose", tensor_method("allclose"))
-@composite
-def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    """``torch.allclose``: an unbacked bool, ``isclose(...).all().item()``. Returned
-    or stored it is fine; branching on it is a data-dependent decision."""
-    return torch.isclose(input, other, rtol, atol, equal_nan).all().item()
+def allclose(ctx, op, input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """``torch.allclose``: eager's checks (dtypes, broadcasting) at trace time, then
+    ``isclose(...).all().item()``, a bool of the data, which is refused there."""
+    da, db = ctx.meta(input).dtype, ctx.meta(other).dtype
+    if da is not db:  # eager's own error, from empty tensors on the meta device
+        torch.isclose(
+            torch.empty(0, dtype=da, device="meta"), torch.empty(0, dtype=db, device="meta")
+        )
+    return traced(ctx, lambda: torch.isclose(input, other, rtol, atol, equal_nan).all().item())
 
 
 @register("equal", "torch.equal", tensor_method("equal"))
 @composite
 def equal(input, other):
-    """``torch.equal``: ``False`` for different shapes (decided by a guard), else
-    an unbacked bool of the values (dtypes are promoted, as eager does)."""
+    """``torch.equal``: ``False`` for different shapes (decided by a guard); for
+    equal shapes the answer is a bool of the data, which is refused."""
     if input.shape != other.shape:
         return False
     return (input == other).all().item()
