@@ -325,8 +325,22 @@ def _ternary(kind: str, n_tensor_args: int):
     return rule
 
 
+def _ternary_(ctx, op, input, a, b, *args, **kwargs):
+    m = ctx.meta(input)
+    tensors = [t for t in (input, a, b) if is_tensor(t)]
+    shape = broadcast_shapes(ctx, *(ctx.meta(t).shape for t in tensors))
+    if len(shape) != m.ndim or any(not ctx.same(x, y) for x, y in zip(shape, m.shape)):
+        raise RuntimeError(
+            f"output with shape {list(m.shape)} doesn't match the broadcast shape {list(shape)}"
+        )
+    _check_inplace_cast(result_type(input, a, b), m.dtype, op.name)
+    return update(ctx, op, (input, a, b, *args), kwargs)
+
+
 for _n in ("lerp", "addcmul", "addcdiv"):
     register(_n, f"torch.{_n}", *_targets(_n), tags={"elementwise"})(_ternary("DEFAULT", 3))
+    # x.addcmul_(t1, t2, value=v): Adam's update, in place (out of place under autograd)
+    register(_n + "_", f"torch.Tensor.{_n}_", tags={"elementwise"}, effect=True)(_ternary_)
 
 
 @register("nan_to_num", "torch.nan_to_num", *_targets("nan_to_num"), tags={"elementwise"})

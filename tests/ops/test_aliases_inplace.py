@@ -261,3 +261,22 @@ def test_max_pool3d_and_its_gradient():
 
     check_grad(lambda x: F.max_pool3d(x, 2), make, *SIZES)
     check_grad(lambda x: torch.max_pool3d(x, 2, 2), make, *SIZES)
+
+
+def test_ternary_in_place_updates_train_and_mutate():
+    def fn(x, y, z):
+        a = x.clone().addcmul_(y, z, value=0.5)
+        b = x.clone().addcdiv_(y, z.abs() + 1, value=-2)
+        c = x.clone().lerp_(y, 0.3)
+        return a * b * c
+
+    def make(n):
+        return tuple(torch.randn(n, 2, dtype=torch.float64, requires_grad=True) for _ in range(3))
+
+    check_grad(fn, make, *SIZES)
+
+    def adam_like(p, g, v):  # no gradients: the input itself is updated, as in eager
+        p.addcdiv_(g, v.sqrt().add(1e-8), value=-0.1)
+        return p
+
+    check(adam_like, lambda n: (torch.randn(n, 3), torch.randn(n, 3), torch.rand(n, 3)), *SIZES)
