@@ -9,6 +9,8 @@ import torch
 import torch.nn.functional as F
 from harness import check, check_grad
 
+import symshape
+
 S = torch.special
 SIZES = (4, (1, 2, 7))
 
@@ -277,6 +279,14 @@ def test_ternary_in_place_updates_train_and_mutate():
 
     def adam_like(p, g, v):  # no gradients: the input itself is updated, as in eager
         p.addcdiv_(g, v.sqrt().add(1e-8), value=-0.1)
-        return p
+        return p * 1
 
-    check(adam_like, lambda n: (torch.randn(n, 3), torch.randn(n, 3), torch.rand(n, 3)), *SIZES)
+    f = symshape.jit(adam_like, dynamic=True)
+    for n in (4, 1, 2, 7):
+        p, g, v = torch.randn(n, 3), torch.randn(n, 3), torch.rand(n, 3)
+        p_eager = p.clone()
+        want = adam_like(p_eager, g, v)
+        got = f(p, g, v)
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(p, p_eager)  # the input was updated in place
+    assert f.stats.compiles == 1, f.stats.recompile_reasons
