@@ -334,6 +334,11 @@ def build_prologue(sig: Signature, sources: list, params: dict, name: str):
         f"the default dtype is {ddt}, as when exported",
         lambda a, k: str(torch.get_default_dtype()),
     )
+    em.fail(
+        "torch._C._is_any_autocast_enabled()",
+        "autocast is off (an exported program computes in the dtypes it was traced with)",
+        lambda a, k: "autocast is on",
+    )
     ret = []
     for kind, what in sources:
         if kind == "tensor":

@@ -135,6 +135,14 @@ def _trace_once(
         f"the default dtype is {ddt}",
         "torch.get_default_dtype()",
     )
+    # under autocast eager computes in lower precision; no trace records that, so a call
+    # under autocast is never served (and tracing under it is refused: trace/mode.py)
+    b.fail(
+        "torch._C._is_any_autocast_enabled()",
+        "autocast is off (symshape does not trace autocast regions)",
+        "torch._C._is_any_autocast_enabled()",
+    )
+    ctx.grad_at_start = grad
 
     reads: list = []
     writes: dict = {}  # (id(module), attribute) -> [module, attribute, old value, new value]
@@ -169,6 +177,13 @@ def _trace_once(
                 raise _SymBoolArgument(e, list(ctx.env.guards)) from e
             output, out_spec = _output(ctx, result)
             ctx.flush_asserts()
+            if torch.is_grad_enabled() != grad:  # torch.set_grad_enabled(False) as a call
+                torch._C._set_grad_enabled(grad)
+                raise TracingError(
+                    f"{name} leaves grad mode {'off' if grad else 'on'}: a trace cannot repeat "
+                    "that change of global state on later calls. Fix: switch it in a `with` "
+                    "block (with torch.no_grad(): ...), or outside the jit-compiled function."
+                )
     finally:  # the modules as before the call: the jit writes after running the trace
         for mod, attr, old, _ in reversed(writes.values()):
             if old is MISSING:

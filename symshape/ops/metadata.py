@@ -170,3 +170,29 @@ for _name in (
 
 def _len_error():
     raise TypeError("len() of a 0-d tensor")
+
+
+# -- grad mode -----------------------------------------------------------------------------
+
+
+def _set_grad_enabled(ctx, op, mode):
+    """``torch.no_grad()`` / ``enable_grad()`` / ``set_grad_enabled()`` inside traced
+    code: the mode is switched while tracing, so results made under no_grad carry
+    no gradient, as in eager, and the backward is built from what the trace saw.
+    Nothing is recorded: a trace runs its forward without autograd either way.
+    Enabling gradients inside a call made under no_grad would build a graph eager
+    builds and a trace does not: refused."""
+    if mode and not torch.is_grad_enabled() and not getattr(ctx, "grad_at_start", True):
+        where = user_location()
+        raise TracingError(
+            "enabling gradients inside a function called under torch.no_grad() is not "
+            f"supported while tracing (at {where.describe() if where else 'an unknown line'}). "
+            "Fix: call the jit-compiled function with gradients enabled."
+        )
+    torch._C._set_grad_enabled(mode)
+
+
+define(
+    OpDef("set_grad_enabled", "torch._C._set_grad_enabled", None, _set_grad_enabled),
+    [torch._C._set_grad_enabled],
+)

@@ -61,6 +61,7 @@ class TraceContext:
         self._emitted_asserts = 0
         self.symbol_inputs: list | None = None  # set: unknown symbols become inputs
         self.where_override = None  # a backward records the forward op's line
+        self.grad_at_start = True  # grad mode when the traced call began (jit/tracer.py)
         self.touched: set[int] = set()  # ids of Vars whose tensor metadata was read
         self.observed_layout = False
         # set when a retrace must decide every size comparison where it is made

@@ -19,10 +19,11 @@ from collections.abc import Callable
 
 import torch
 import torch.random
+from torch.autograd import Function
 from torch.overrides import TorchFunctionMode
 
 from symshape.sym.source import user_location
-from symshape.trace.errors import UnsupportedOpError
+from symshape.trace.errors import TracingError, UnsupportedOpError
 
 
 def op_name(func) -> str:
@@ -49,6 +50,13 @@ class TracingMode(TorchFunctionMode):
         self.lookup = lookup
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        if torch._C._is_any_autocast_enabled():
+            raise TracingError(
+                f"`{op_name(func)}` runs under torch.autocast, which symshape does not trace "
+                f"(at {user_location().describe() if user_location() else 'an unknown line'}): "
+                "its lower-precision computation would be lost. Fix: call the jit-compiled "
+                "function outside autocast, or cast explicitly (x.bfloat16())."
+            )
         op = self.lookup(func)
         if op is None:
             raise UnsupportedOpError(op_name(func), user_location())
@@ -97,6 +105,9 @@ class _Routing:
                     fn = getattr(mod, name)
                     self.originals[(mod, name)] = fn
                     setattr(mod, name, _router(fn, self.tls))
+                apply = Function.__dict__["apply"]
+                self.originals[(Function, "apply")] = apply
+                Function.apply = classmethod(_custom_function(apply.__func__, self.tls))
 
     def pop(self) -> None:
         self.tls.stack.pop()
@@ -125,6 +136,35 @@ def _router(fn: Callable, tls) -> Callable:
     route.__name__ = route.__qualname__ = fn.__name__
     route.__doc__ = fn.__doc__
     route.__wrapped__ = fn
+    return route
+
+
+def _custom_function(apply: Callable, tls) -> Callable:
+    """``torch.autograd.Function.apply`` while tracing: the forward's ops are traced
+    as usual, but a custom backward cannot be, and differentiating the forward's
+    ops instead would silently give another gradient. Refused where one is needed."""
+
+    def route(cls, *args, **kwargs):
+        stack = getattr(tls, "stack", None)
+        if stack and torch.is_grad_enabled():
+            ctx = stack[-1].ctx
+            needs = [
+                a
+                for a in (*args, *kwargs.values())
+                if isinstance(a, torch.Tensor) and type(a).__name__ == "TensorProxy"
+                and ctx.meta(a).requires_grad
+            ]  # fmt: skip
+            if needs:
+                where = user_location()
+                raise TracingError(
+                    f"custom autograd.Function `{cls.__name__}` is applied to tensors that need "
+                    f"gradients (at {where.describe() if where else 'an unknown line'}); symshape "
+                    "cannot trace its backward, and differentiating its forward instead could "
+                    "give another gradient. Fix: call it outside the jit-compiled function, "
+                    "or under torch.no_grad() when no gradient is needed."
+                )
+        return apply(cls, *args, **kwargs)
+
     return route
 
 
