@@ -23,24 +23,14 @@ _KERNELS = ("lstm", "gru", "rnn_tanh", "rnn_relu")
 
 
 def _rule(name: str):
-    def rule(
-        ctx,
-        op,
-        input,
-        hx,
-        params,
-        has_biases,
-        num_layers,
-        dropout,
-        train,
-        bidirectional,
-        batch_first,
-    ):
+    def rule(ctx, op, input, hx, params, *flags):
         if isinstance(hx, torch.Tensor) and ctx.meta(hx).ndim == 1:  # batch_sizes: packed
             raise NotImplementedError(
                 f"torch.{name} with a PackedSequence is not supported while tracing; pass "
                 "padded tensors (and a mask) instead"
             )
+        # flags: has_biases, num_layers, dropout, train, bidirectional, batch_first
+        _, num_layers, dropout, train, bidirectional, _ = flags
         m = ctx.meta(input)
         if m.ndim != 3:
             raise RuntimeError(f"{name}: input must have 3 dimensions, got {m.ndim}")
@@ -50,17 +40,7 @@ def _rule(name: str):
             (*m.shape[:2], directions * ctx.meta(states[0]).shape[-1]), m.dtype, m.device
         )
         metas = (out, *(ctx.out_meta(ctx.meta(h).shape, m.dtype, m.device) for h in states))
-        args = (
-            input,
-            hx,
-            params,
-            has_biases,
-            num_layers,
-            dropout,
-            train,
-            bidirectional,
-            batch_first,
-        )
+        args = (input, hx, params, *flags)
         if train and dropout > 0 and num_layers > 1:
             op = BY_NAME[f"{name}_dropout"]
         return ctx.emit(op, args, {}, metas)
