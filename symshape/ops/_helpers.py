@@ -85,6 +85,9 @@ def broadcast_size(ctx, a, b, where: str = ""):
         if hb == 1:
             ctx.guard(L.eq(b, 1))
             return a
+        # the error is a decision too: code may catch it and go on, so the trace
+        # must only serve inputs that would raise it again
+        ctx.guard(L.and_(L.ne(a, b), L.ne(a, 1), L.ne(b, 1)))
         raise RuntimeError(
             f"The size of tensor a ({ha}) must match the size of tensor b ({hb}) at "
             f"non-singleton dimension {where}"

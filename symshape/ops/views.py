@@ -513,6 +513,7 @@ def expand_dim(ctx, size, target, where) -> bool:
             return not ctx.guard(L.eq(size, target))
         if ctx.env.hint(size) == 1:
             return ctx.guard(L.eq(size, 1))
+        ctx.guard(L.and_(L.ne(size, target), L.ne(size, 1)))  # code may catch the error
         i, sizes, shape = where()
         raise RuntimeError(
             f"The expanded size of the tensor ({show(ctx, target)}) must match the existing "

@@ -125,3 +125,23 @@ def test_sizes_turned_into_python_values(prog, dynamic):
     # every recompile says why
     assert len(g.stats.recompile_reasons) == g.stats.compiles - 1
     assert all(isinstance(r, str) and r for r in g.stats.recompile_reasons)
+
+
+@pytest.mark.parametrize(
+    "op",
+    [lambda a, b: a + b, lambda a, b: a.expand(b.shape[0], a.shape[1]) * 1],
+    ids=["broadcast", "expand"],
+)
+def test_a_size_error_the_code_catches_is_a_guarded_decision(op):
+    # the error is part of the program's behaviour: a trace that took the except
+    # branch must not serve inputs for which the op succeeds
+    def fn(x, y):
+        try:
+            return op(x, y) * 2
+        except RuntimeError:
+            return x - 1
+
+    f = symshape.jit(fn, dynamic=True)
+    for (n, k), m in [((5, 2), 3), ((3, 2), 1), ((4, 2), 4), ((6, 2), 7), ((1, 2), 5)]:
+        x, y = torch.randn(n, k), torch.randn(m, k)
+        torch.testing.assert_close(f(x, y), fn(x, y))
