@@ -48,6 +48,32 @@ def _requires_grad(v) -> bool:
     return type(v) is Var and isinstance(v.meta, TensorMeta) and v.meta.requires_grad
 
 
+# gradient rules that are right for complex tensors too: linear maps with real
+# coefficients (views, copies, sums, joins) and the ops defined by complex parts
+_COMPLEX_EXACT_NAMES = frozenset({
+    "add", "sub", "neg", "sum", "mean", "clone", "contiguous", "cat", "stack", "getitem",
+    "real", "imag", "view_as_real", "view_as_complex", "conj", "conj_physical", "resolve_conj",
+    "complex", "polar", "to", "type_as",
+})  # fmt: skip
+_COMPLEX_EXACT_MODULES = ("symshape.ops.views", "symshape.ops.views_extra", "symshape.ops.fft")
+
+
+def _complex(n) -> bool:
+    """Does the node read or make a complex tensor?"""
+    return any(
+        isinstance(v.meta, TensorMeta) and v.meta.dtype.is_complex
+        for v in (*n.inputs(), *n.outputs)
+    )
+
+
+def _complex_exact(op, rule) -> bool:
+    return (
+        op.name in _COMPLEX_EXACT_NAMES
+        or getattr(rule, "complex_exact", False)
+        or getattr(op.rule, "__module__", "") in _COMPLEX_EXACT_MODULES
+    )
+
+
 def build_backward(fctx: TraceContext, fwd: Trace, outputs: list, inputs: list) -> Backward:
     """The backward of ``fwd``: gradients of ``inputs`` (forward Vars requiring
     grad) given gradients of the differentiable ``outputs``."""
@@ -116,6 +142,14 @@ def build_backward(fctx: TraceContext, fwd: Trace, outputs: list, inputs: list) 
             if all(g is None for g in gouts) or n.op in (SYM, ASSERT, CONST):
                 continue
             rule = getattr(n.op, "vjp", None)
+            if rule is not None and _complex(n) and not _complex_exact(n.op, rule):
+                where = f" (at {n.where.describe()})" if n.where is not None else ""
+                raise TracingError(
+                    f"the gradient of `{n.op.name}` on complex tensors{where} is not supported: "
+                    "its gradient rule is written for real tensors (a complex gradient needs "
+                    "the conjugate). Fix: compute this part on real and imaginary parts "
+                    "(torch.view_as_real), or run it outside the jit-compiled function."
+                )
             if rule is None:
                 if not getattr(n.op, "differentiable", True):
                     continue

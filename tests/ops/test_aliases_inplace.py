@@ -290,3 +290,41 @@ def test_ternary_in_place_updates_train_and_mutate():
         torch.testing.assert_close(got, want)
         torch.testing.assert_close(p, p_eager)  # the input was updated in place
     assert f.stats.compiles == 1, f.stats.recompile_reasons
+
+
+SECOND_ARGUMENT_GRAD = {
+    "igamma": torch.igamma,
+    "igammac": torch.igammac,
+    "special.gammainc": S.gammainc,
+    "special.gammaincc": S.gammaincc,
+    "special.zeta": lambda a, x: S.zeta(a + 1, x),
+}
+
+
+@pytest.mark.parametrize("fn", SECOND_ARGUMENT_GRAD.values(), ids=SECOND_ARGUMENT_GRAD.keys())
+def test_gradients_of_the_second_argument(fn):
+    # eager differentiates these in their second argument only
+    check_grad(fn, lambda n: (unit(n, grad=False) + 0.5, unit(n) + 0.5), *SIZES)
+
+
+def test_real_of_a_complex_tensor_and_its_gradient():
+    def make(n):
+        return (torch.randn(n, 3, dtype=torch.complex128, requires_grad=True),)
+
+    check_grad(lambda z: torch.real(z) * 2 + torch.imag(z.flip(0)).sin(), make, *SIZES)
+
+
+def test_gradients_through_complex_arithmetic_are_refused_not_wrong():
+    # mul's rule is written for reals: a complex gradient needs the conjugate
+    f = symshape.jit(lambda z: torch.real(z * z))
+    with pytest.raises(symshape.TracingError, match="complex"):
+        f(torch.randn(3, dtype=torch.complex128, requires_grad=True))
+
+
+def test_native_dropout_on_the_cpu_and_its_gradient():
+    # the fused kernel other devices run, called directly: same draws, same mask
+    def fn(x):
+        out, mask = torch.native_dropout(x, 0.3, True)
+        return out * 2, mask
+
+    check_grad(fn, lambda n: (torch.randn(n, 4, dtype=torch.float64, requires_grad=True),), *SIZES)
