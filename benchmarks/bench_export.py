@@ -32,21 +32,11 @@ import warnings
 from pathlib import Path
 
 import torch
-from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 SHAPES = [(1, 2), (2, 5), (3, 17), (4, 64), (1, 128)]
 SYSTEMS = ("symshape.export", "symshape.export (with backward)", "torch.export.export")
-
-
-class LogitsOnly(nn.Module):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids):
-        return self.model(input_ids).logits
 
 
 def build(model_name: str):
@@ -60,18 +50,9 @@ def build(model_name: str):
         example = (torch.randn(2, 5, 128),)
         inputs = [(torch.randn(b, t, 128),) for b, t in SHAPES]
         return model, "x", example, inputs, (("batch", 1, 8), ("seq", 1, 256))
-    from transformers import GPT2Config, GPT2LMHeadModel
+    from benchmarks.workloads import tiny_gpt2_lm
 
-    cfg = GPT2Config(
-        n_layer=2,
-        n_embd=64,
-        n_head=4,
-        vocab_size=100,
-        n_positions=128,
-        bos_token_id=0,
-        eos_token_id=0,
-    )
-    model = LogitsOnly(GPT2LMHeadModel(cfg).eval())
+    model = tiny_gpt2_lm()
     example = (torch.randint(0, 100, (2, 7)),)
     inputs = [(torch.randint(0, 100, (b, max(t, 2))),) for b, t in SHAPES]
     return model, "input_ids", example, inputs, (("batch", 1, None), ("seq", 2, 128))

@@ -31,7 +31,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import symshape
-from tests.models.zoo import CASES, max_error
+from tests.models.zoo import CASES, max_error, train
 
 
 def steady_us(fn, kwargs: dict, budget: float, repeats: int = 5) -> float:
@@ -76,17 +76,9 @@ def eval_row(name: str, budget: float) -> dict:
     )  # fmt: skip
 
 
-def train(model, batches, lr: float = 0.1) -> tuple[list[float], float]:
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
-    losses = []
+def timed_train(model, batches) -> tuple[list[torch.Tensor], float]:
     t = time.perf_counter()
-    for i, kwargs in enumerate(batches):
-        torch.manual_seed(10 + i)  # dropout draws the same masks in both runs
-        opt.zero_grad()
-        loss = model(**kwargs).loss
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+    losses = train(model, batches)
     return losses, (time.perf_counter() - t) * 1e3
 
 
@@ -94,15 +86,15 @@ def train_row(name: str) -> dict:
     model, batches = CASES[name].train()
     eager = copy.deepcopy(model)
     train(copy.deepcopy(model), batches)  # warms every shape's kernels
-    want, eager_ms = train(eager, batches)
+    want, eager_ms = timed_train(eager, batches)
     jm = symshape.jit(model, dynamic=True)
-    got, ms = train(jm, batches)
+    got, ms = timed_train(jm, batches)
     state = list(model.parameters()) + list(model.buffers())
     ref = list(eager.parameters()) + list(eager.buffers())
     return dict(
         name=name,
         compiles=jm.stats.compiles,
-        loss=max(abs(a - b) for a, b in zip(got, want)),
+        loss=max((a - b).abs().item() for a, b in zip(got, want)),
         param=max((p.double() - q.double()).abs().max().item() for p, q in zip(state, ref)),
         ms=ms,
         eager_ms=eager_ms,

@@ -122,3 +122,27 @@ def lm_batches(n: int = 6, batch: int = 4, vocab: int = 97, seed: int = 4):
         )
         for t in lengths
     ]
+
+
+class LogitsOnly(nn.Module):
+    """A ``transformers`` LM returning its logits (the cache object it builds is internal)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids):
+        return self.model(input_ids).logits
+
+
+def tiny_gpt2_lm() -> nn.Module:
+    """The export benchmark's and tests' GPT-2: 2 layers, d=64, vocabulary 100,
+    seeded random weights, eval mode, returning logits (needs ``transformers``)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    cfg = GPT2Config(
+        n_layer=2, n_embd=64, n_head=4, vocab_size=100, n_positions=128, bos_token_id=0,
+        eos_token_id=0,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    return LogitsOnly(GPT2LMHeadModel(cfg).eval())

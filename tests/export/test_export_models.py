@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 import symshape
-from benchmarks.workloads import Block
+from benchmarks.workloads import Block, tiny_gpt2_lm
 from symshape import ConstraintViolationError, Dim
 
 SHAPES = [(1, 2), (2, 5), (3, 17), (4, 64), (1, 128)]
@@ -62,30 +62,9 @@ def block_case():
     return ep, model, [(torch.randn(b, t, 128),) for b, t in SHAPES]
 
 
-class LogitsOnly(nn.Module):
-    """GPT-2 returning its logits (the cache object it builds is internal)."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_ids):
-        return self.model(input_ids).logits
-
-
 def tiny_gpt2() -> nn.Module:
-    transformers = pytest.importorskip("transformers")
-    cfg = transformers.GPT2Config(
-        n_layer=2,
-        n_embd=64,
-        n_head=4,
-        vocab_size=100,
-        n_positions=128,
-        bos_token_id=0,
-        eos_token_id=0,
-    )
-    torch.manual_seed(0)
-    return LogitsOnly(transformers.GPT2LMHeadModel(cfg).eval())
+    pytest.importorskip("transformers")
+    return tiny_gpt2_lm()
 
 
 def gpt2_case():

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import symshape
-from tests.models.zoo import CASES, max_error
+from tests.models.zoo import CASES, max_error, train
 
 
 def shapes(kwargs: dict) -> dict:
@@ -34,19 +34,6 @@ def test_eval_matches_eager(name):
     reasons = jm.stats.recompile_reasons
     assert jm.stats.compiles == case.traces, f"{name}: {jm.stats.compiles} traces: {reasons}"
     assert jm.stats.cache_hits == len(calls) - case.traces
-
-
-def train(model, batches, lr=0.1):
-    opt = torch.optim.SGD(model.parameters(), lr=lr)
-    losses = []
-    for i, kwargs in enumerate(batches):
-        torch.manual_seed(10 + i)  # dropout draws the same masks in both runs
-        opt.zero_grad()
-        loss = model(**kwargs).loss
-        loss.backward()
-        opt.step()
-        losses.append(loss.detach())
-    return losses
 
 
 @pytest.mark.parametrize("name", [n for n, c in CASES.items() if c.train])

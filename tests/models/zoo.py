@@ -280,3 +280,17 @@ def max_error(got, want) -> float:
         if a.numel():
             err = max(err, (a.double() - b.double()).abs().max().item())
     return err
+
+
+def train(model, batches, lr: float = 0.1) -> list[torch.Tensor]:
+    """SGD steps on ``batches`` (the model returns ``.loss``); the detached losses."""
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    losses = []
+    for i, kwargs in enumerate(batches):
+        torch.manual_seed(10 + i)  # dropout draws the same masks in both runs
+        opt.zero_grad()
+        loss = model(**kwargs).loss
+        loss.backward()
+        opt.step()
+        losses.append(loss.detach())
+    return losses
