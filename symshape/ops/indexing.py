@@ -24,7 +24,7 @@ from __future__ import annotations
 import torch
 
 from symshape.ops._helpers import broadcast_shapes, norm_dim, numel
-from symshape.ops.inplace import update
+from symshape.ops.inplace import needs_grad, update
 from symshape.ops.registry import OpDef, define, register, tensor_method
 from symshape.ops.views import (
     check_index,
@@ -322,10 +322,8 @@ def setitem(ctx, op, input, index, value):
         return ctx.data_dependent_op("boolean mask indexing", input, index)
     if isinstance(value, torch.Tensor):
         check_value(ctx, shape, ctx.meta(value).shape, "indexing result")
-    needs = torch.is_grad_enabled() and any(
-        isinstance(t, torch.Tensor) and ctx.meta(t).requires_grad for t in (input, value)
-    )
-    if needs and ctx.may_rebind(input):  # y = x.clone(); y[:, 0] = v: trains like eager
+    # y = x.clone(); y[:, 0] = v with a gradient: recorded out of place, trains like eager
+    if needs_grad(ctx, (input, value), {}) and ctx.may_rebind(input):
         m = ctx.meta(input)
         new = ctx.emit(
             SETITEM_COPY, (input, index, value), {}, ctx.out_meta(m.shape, m.dtype, m.device)

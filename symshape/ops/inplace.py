@@ -78,7 +78,7 @@ def update(ctx, op, args: tuple, kwargs: dict | None = None):
     input = args[0]
     kwargs = kwargs or {}
     functional = BY_NAME.get(op.name[:-1]) if op.name.endswith("_") else None
-    if functional is not None and _needs_grad(ctx, args, kwargs) and ctx.may_rebind(input):
+    if functional is not None and needs_grad(ctx, args, kwargs) and ctx.may_rebind(input):
         value = functional.rule(ctx, functional, *args, **kwargs)
         dtype = ctx.meta(input).dtype
         if ctx.meta(value).dtype != dtype:  # eager computes in the promoted type, stores in its own
@@ -88,7 +88,7 @@ def update(ctx, op, args: tuple, kwargs: dict | None = None):
     return input
 
 
-def _needs_grad(ctx, args, kwargs) -> bool:
+def needs_grad(ctx, args, kwargs) -> bool:
     if not torch.is_grad_enabled():
         return False
     return any(
