@@ -42,6 +42,7 @@ else:
     from symshape.sym import CheckError, DataDependentError, ShapeEnv
     from symshape.trace.check import check
     from symshape.trace.errors import TracingError, UnsupportedOpError
+    from symshape.trace.side_effects import TraceTimeSideEffectWarning
 
 __version__ = "0.1.0"
 
@@ -60,6 +61,7 @@ __all__ = [
     "JitModule",
     "RuntimeAssertionError",
     "ShapeEnv",
+    "TraceTimeSideEffectWarning",
     "TracingError",
     "UnsupportedOpError",
     "check",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from symshape.ir.node import ASSERT, SYM, Node, Var, iter_vars, map_vars
 from symshape.ir.printer import fmt
 from symshape.ir.trace import Trace
@@ -81,7 +83,9 @@ def _key(x):
         return (t.__name__, *(_key(y) for y in x))
     if t is slice:
         return ("slice", _key(x.start), _key(x.stop), _key(x.step))
-    if t is float or t is int or t is bool or t is str or x is None:
+    if t is float:  # 0.0 == -0.0, but x * -0.0 is not x * 0.0
+        return ("float", x, math.copysign(1.0, x))
+    if t is int or t is bool or t is str or x is None:
         return (t.__name__, x)
     if hasattr(x, "uid"):
         return ("e", x.uid)

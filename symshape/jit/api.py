@@ -70,6 +70,7 @@ class TraceEntry:
         self.computation = traced.computation
         self.backward = traced.backward
         self.check = traced.prologue.fn
+        self.first = traced.prologue.first_fn or self.check  # for the call that traced it
         self.run = traced.run
         self.spec = traced.out_spec
         self.writes = traced.writes  # (submodule path, attribute, value) stored after each call
@@ -112,6 +113,8 @@ class TraceEntry:
                 found = eval(c.found, dict(p.fn.__globals__), local)
             except Exception as e:
                 found = f"<{type(e).__name__}>"
+        if c.kind == "state":  # the check's reason is its own words: `cfg.scale changed ...`
+            return "state", str(found)
         if c.kind == "guard":
             vals = ", ".join(f"{self._t.labels.get(_sym(n), n)} = {v}" for n, v in _pairs(found))
             return "guard", f"guard `{c.expect}` failed" + (f" with {vals}" if vals else "")
@@ -198,7 +201,7 @@ class JitFunction:
             if self._entries:
                 # the entry whose inputs matched in kind and only a guard refused
                 # explains the most; else the newest entry's mismatch
-                guard = [w for k, w in reasons if k == "guard"]
+                guard = [w for k, w in reasons if k in ("guard", "state")]
                 why = guard[0] if guard else reasons[0][1] if reasons else "no entry"
                 reason = why + (f" ({'; '.join(notes)})" if notes else "")
                 self.stats.recompile_reasons.append(reason)
@@ -233,7 +236,7 @@ class JitFunction:
             )
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("prologue:\n%s\ncomputation:\n%s", traced.prologue, traced.computation)
-        r = entry.check(m, args, kwargs) if m is not None else entry.check(args, kwargs)
+        r = entry.first(m, args, kwargs) if m is not None else entry.first(args, kwargs)
         if type(r) is not tuple:
             kind, why = entry.explain(m, args, kwargs)
             raise RuntimeError(

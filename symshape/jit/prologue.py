@@ -21,15 +21,29 @@ computation's arguments, or the index of the first check that failed::
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
 from symshape.ir import TensorMeta, Var
+from symshape.jit.input_autograd import InputAutograd
 from symshape.jit.policy import DYNAMIC, STATIC, DerivedDim, Dim, split_dim
+from symshape.jit.state import (
+    ClassGuard,
+    HookGuard,
+    Ident,
+    ModuleGuard,
+    ObjectGuard,
+    TreeGuard,
+    hook_dicts,
+    is_plain_object,
+    snapshot,
+)
 from symshape.trace.errors import TracingError
-from symshape.trace.modules import is_simple
+from symshape.trace.modules import watched_class
+from symshape.trace.proxy import contiguous_strides
 
 
 @dataclass
@@ -69,6 +83,7 @@ class Prologue:
     fn: object
     checks: list
     explain_fn: object
+    first_fn: object = None  # for the call traced: its own writes may fail state checks
 
     def __str__(self) -> str:
         return self.source
@@ -98,6 +113,9 @@ class Builder:
     module_of: dict = field(default_factory=dict)  # id(module) -> module
     tensor_local: dict = field(default_factory=dict)  # id(tensor) -> local name
     proxy_of: dict = field(default_factory=dict)  # id(tensor) -> its proxy
+    objects: list = field(default_factory=list)  # (ObjectGuard, value): argument objects
+    roots: list = field(default_factory=list)  # modules passed in (or held by an argument)
+    root_srcs: list = field(default_factory=list)  # (source, module): modules passed in
 
     # -- low-level ------------------------------------------------------------------
     def local(self, hint: str) -> str:
@@ -154,6 +172,9 @@ class Builder:
             cond = f"type({src}) is not float or " + (
                 f"{src} == {src}" if value != value else f"{src} != {value!r}"
             )
+            if value == 0:  # -0.0 == 0.0: only the sign tells them apart
+                sign = self.const(math.copysign, "_copysign")
+                cond += f" or {sign}(1.0, {src}) != {math.copysign(1.0, value)}"
             self.fail(cond, f"{label} == {value!r}", src, into=out)
             return value
         if t is str:
@@ -197,7 +218,23 @@ class Builder:
             self.fail(f"{src} != {self.const(value)}", f"{label} == {value}", src, into=out)
             return value
         if isinstance(value, nn.Module):
+            self.roots.append(value)
+            self.root_srcs.append((src, value))
             return self.module(value, src, label, out)
+        if is_plain_object(value) or t in (set, frozenset):  # checked by type and state
+            og = ObjectGuard(value, label)
+            self.objects.append((og, value))
+            g = self.const(og, "_state")
+            self.fail(
+                f"not {g}({src})",
+                f"{label} is as when traced",
+                f"{g}.why({src})",
+                kind="state",
+                into=out,
+            )
+            if t not in (set, frozenset):
+                self._modules_in(value, src, label, out, 0)
+            return value
         # Anything else is a constant of the trace, recognized by identity.
         self.fail(
             f"{src} is not {self.const(value, '_obj')}",
@@ -206,6 +243,21 @@ class Builder:
             into=out,
         )
         return value
+
+    def _modules_in(self, obj, src: str, label: str, out, depth: int) -> None:
+        """Modules held by an argument object (``holder.net``) are walked like
+        module arguments: parameters read each call, their state guarded."""
+        d = getattr(obj, "__dict__", None)
+        if d is None or depth > 2:
+            return
+        for name, v in list(d.items()):
+            if not name.isidentifier():
+                continue
+            if isinstance(v, nn.Module) and id(v) not in self.module_locals:
+                self.roots.append(v)
+                self.module(v, f"{src}.{name}", f"{label}.{name}", out)
+            elif is_plain_object(v):
+                self._modules_in(v, f"{src}.{name}", f"{label}.{name}", out, depth + 1)
 
     def _int(self, value: int, src: str, label: str, out) -> object:
         self.leaves.append((label, value))
@@ -246,7 +298,8 @@ class Builder:
             self.leaves.append((label, t))
         name = self.local(label)
         fetch = [f"{name} = {src}"]
-        contiguous = t.is_contiguous()
+        # contiguous with eager's strides, those of size-1 dimensions included
+        contiguous = t.is_contiguous() and t.stride() == contiguous_strides(t.shape)
         order = None if contiguous else dense_order(t)
         shape, names, later, bind = [], [], [], []
         dynamic = False
@@ -364,6 +417,7 @@ class Builder:
         self.proxy_of[id(t)] = proxy
         self.tensor_inputs.append((var, label, is_param))
         item = TensorItem(name, label, t, sizes, strides, fetch, post, proxy)
+        proxy._ss_input = InputAutograd(self, item, is_param)  # x.grad, x.is_leaf read
         self.tensors.append(item)
         if is_param:
             self.deferred.append(item)
@@ -376,8 +430,10 @@ class Builder:
         """Walk a module: parameters and buffers become (deferred) inputs."""
         loc = self.ctx.reserve(f"_m{len(self.module_locals)}")
         mlines = [f"{loc} = {src}"]
+        # while another thread traces it, a module's class is the watching subclass
+        T, W = self.const(type(mod), "_T"), self.const(watched_class(type(mod)), "_W")
         self.fail(
-            f"type({loc}) is not {self.const(type(mod), '_T')}",
+            f"type({loc}) is not {T} and type({loc}) is not {W}",
             f"{label or 'the module'} is a {type(mod).__name__}",
             f"type({loc}).__name__",
             into=mlines,
@@ -403,30 +459,53 @@ class Builder:
                 self.module(sub, f"{loc}._modules[{name!r}]", _join(label, name), out)
         return mod
 
-    def emit_modules(self, used: set, attr_reads: list) -> None:
-        """Emit fetch lines for the modules that lead to used tensors or read
-        attributes, then the used tensors' checks, then the attribute checks."""
-        needed: set[int] = set()
-        parents = self._parents()
-
-        def need(mid: int) -> None:
-            while mid is not None and mid not in needed:
-                needed.add(mid)
-                mid = parents.get(mid)
-
-        for d in self.deferred:
-            if id(d.proxy._ss_var) in used:
-                need(id(d.module))
-        for mod, _, _, proxy, _ in self.aliases:
-            if id(proxy._ss_var) in used:
-                need(id(mod))
-        for m, _, _ in attr_reads:
-            if id(m) in self.module_locals:
-                need(id(m))
-        order = list(self.module_locals)  # creation order: parents first
-        for mid in order:
-            if mid in needed:
-                self.lines.extend(self.module_locals[mid][1])
+    def emit_modules(
+        self, used: set, attr_reads: list, class_reads: list = (), read_objects: dict | None = None
+    ) -> None:
+        """Emit, for every module the trace walked, its fetch and a check of its
+        Python state (attributes read, submodule names, no instance attribute
+        shadowing what was found on the class), then the used tensors' fetches,
+        then checks of the objects, classes and hooks the trace read."""
+        guards: dict[int, ModuleGuard] = {}
+        for mid, (_, _, label, _) in self.module_locals.items():
+            guards[mid] = ModuleGuard(label)
+        objects: dict[int, tuple] = {}  # id(value) -> (value, label): values read off modules
+        for m, attr, value in attr_reads:
+            g = guards.get(id(m))
+            if g is None or attr in g.reads:
+                continue
+            where = _join(g.label, attr) if g.label else f"self.{attr}"
+            if is_plain_object(value) or type(value) in (list, dict, set):
+                g.reads[attr] = Ident(value)
+                objects.setdefault(id(value), (value, where))
+            else:
+                g.reads[attr] = snapshot(value)
+        classes: dict[type, ClassGuard] = {}
+        for m, owner, attr in class_reads:
+            g = guards.get(id(m))
+            if g is None:
+                continue
+            g.shadow.add(attr)
+            if owner not in classes:
+                classes[owner] = ClassGuard(owner)
+        mods = list(self.module_of.values())
+        if mods:
+            tree = self.const(TreeGuard(mods, list(classes.values())), "_tree")
+            same = "".join(f" and {src} is {self.const(r, '_root')}" for src, r in self.root_srcs)
+            self.lines.append(f"_fast = {tree}.fast(){same}")
+        for mid, mod in self.module_of.items():
+            loc, mlines, label, _ = self.module_locals[mid]
+            g = guards[mid]
+            g.watch(mod)
+            mg = self.const(g, "_mstate")
+            self.fail(
+                f"not _fast and not {mg}.ok({loc})",
+                f"{label or 'the module'} has the Python state it had when traced",
+                f"{mg}.why({loc})",
+                kind="state",
+                into=mlines,
+            )
+            self.lines.extend(mlines)
         for d in self.deferred:
             if id(d.proxy._ss_var) in used:
                 self.lines.extend(d.fetch)
@@ -435,30 +514,31 @@ class Builder:
                 self.fail(
                     f"{src_t} is not {other}", f"{label} is the same tensor as {other} (tied)", None
                 )
-        seen = set()
-        for m, attr, value in attr_reads:
-            entry = self.module_locals.get(id(m))
-            if entry is None or (id(m), attr) in seen:
-                continue
-            seen.add((id(m), attr))
-            loc, _, label = entry[0], entry[1], entry[2]
-            where = f"{label}.{attr}" if label else f"self.{attr}"
-            if isinstance(value, torch.Tensor):
-                self.fail(
-                    f"{loc}.{attr} is not {self.const(value, '_c')}",
-                    f"{where} is the same tensor as when traced",
-                    None,
-                )
-            elif value is None or type(value) is bool:
-                self.fail(
-                    f"{loc}.{attr} is not {value!r}", f"{where} is {value!r}", f"{loc}.{attr}"
-                )
-            elif is_simple(value):
-                self.fail(
-                    f"{loc}.{attr} != {self.const(value, '_v')}",
-                    f"{where} == {value!r}",
-                    f"{loc}.{attr}",
-                )
+        for value, where in objects.values():
+            guard = (read_objects or {}).get(id(value)) or ObjectGuard(value, where)
+            guard.label = where
+            og = self.const(guard, "_state")
+            obj = self.const(value, "_o")
+            self.fail(
+                f"not {og}({obj})", f"{where} is as when traced", f"{og}.why({obj})", kind="state"
+            )
+        for cls, cg in classes.items():
+            c = self.const(cg, "_cstate")
+            self.fail(
+                f"not _fast and {c}.why() is not None",
+                f"class {cls.__qualname__} is as when traced",
+                f"{c}.why()",
+                kind="state",
+            )
+        if mods:  # every module checked on the slow path: remember what was found
+            locs = ", ".join(self.module_locals[mid][0] for mid in self.module_of)
+            self.lines.append(f"if not _fast: {tree}.refresh({locs})")
+        if self.module_of:
+            dicts = hook_dicts("", None)
+            for mid, (_, _, label, _) in self.module_locals.items():
+                dicts += hook_dicts(label, self.module_of[mid])
+            h = self.const(HookGuard(dicts), "_hooks")
+            self.fail(f"not {h}()", "the module hooks are those traced", f"{h}.why()", kind="state")
 
     def emit_tensor_checks(self, used: set, constants: dict) -> None:
         """One TensorGuards check for every tensor the prologue fetched, then the

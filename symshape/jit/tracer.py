@@ -3,26 +3,31 @@ the tracing mode, and assemble the prologue and the computation."""
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import time
+import types
 from dataclasses import dataclass
 
 import torch
 from torch import nn
+from torch._C._dynamo.guards import GlobalStateGuard
 
 from symshape.autograd import build_backward, make_function
 from symshape.ir import Node, OpRef, Trace, Var, compile_source, compile_trace, cse, dce, iter_vars
 from symshape.ir.printer import fmt
 from symshape.jit import outputs
 from symshape.jit.prologue import Builder, Prologue
-from symshape.ops import lookup
+from symshape.jit.state import SKIPPED, GlobalsGuard, ObjectGuard, holds, is_plain_object, snapshot
+from symshape.ops import grad_mode, lookup
 from symshape.sym import expr as E
+from symshape.trace.compiling import compiling
 from symshape.trace.context import TraceContext
 from symshape.trace.errors import TracingError
 from symshape.trace.mode import TracingMode
-from symshape.trace.modules import MISSING, watch
+from symshape.trace.modules import proxied, watch
 from symshape.trace.proxy import TensorProxy
+from symshape.trace.pytypes import python_types
+from symshape.trace.side_effects import side_effects
 
 
 @dataclass
@@ -129,6 +134,12 @@ def _trace_once(
         f"grad mode is {'on' if grad else 'off'}",
         "torch.is_grad_enabled()",
     )
+    inference = torch.is_inference_mode_enabled()
+    b.fail(
+        f"torch.is_inference_mode_enabled() is not {inference}",
+        f"inference mode is {'on' if inference else 'off'}",
+        "torch.is_inference_mode_enabled()",
+    )
     ddt = torch.get_default_dtype()
     b.fail(
         f"torch.get_default_dtype() is not {fmt(ddt)}",
@@ -142,54 +153,75 @@ def _trace_once(
         "autocast is off (symshape does not trace autocast regions)",
         "torch._C._is_any_autocast_enabled()",
     )
+    gg = GlobalsGuard(fn) if module is None and isinstance(fn, types.FunctionType) else None
+    if gg:  # snapshot before the call; settled after it
+        gn = b.const(gg, "_globals")
+        b.fail(
+            f"not {gn}()", "the globals it reads are as when traced", f"{gn}.why()", kind="state"
+        )
+    # the rest of torch's global state that changes results, in one C++ check:
+    # deterministic algorithms, TF32 and reduced-precision flags, torch-function state...
+    gs = b.const(GlobalStateGuard(), "_global_state")
+    b.fail(f"not {gs}.check()", "torch's global state is as when traced", f"{gs}.reason()")
     ctx.grad_at_start = grad
 
     reads: list = []
+    class_reads: list = []  # (module, class, attribute): found on a class of the module
+    read_objects: dict = {}  # id -> ObjectGuard of an object or container read off a module
     writes: dict = {}  # (id(module), attribute) -> [module, attribute, old value, new value]
 
     def record(mod, attr, value):
-        if (id(mod), attr) in writes:
-            return  # the trace's own value, written every call (below)
-        if isinstance(value, torch.Tensor) or _simple(value):
-            reads.append((mod, attr, value))
+        if (id(mod), attr) in writes or attr in SKIPPED:
+            return  # the trace's own value, written every call (below); or a slot
+        reads.append((mod, attr, value))
+        if id(value) not in read_objects and (
+            is_plain_object(value) or type(value) in (list, dict, set)
+        ):  # snapshot at its first read: what the trace saw, before any write of its own
+            read_objects[id(value)] = ObjectGuard(value, attr)
+
+    def record_class(mod, owner, attr):
+        class_reads.append((mod, owner, attr))
 
     def wrote(mod, attr, old, value):
         writes.setdefault((id(mod), attr), [mod, attr, old, value])[3] = value
 
-    roots = (
-        [module]
-        if module is not None
-        else [a for a in (*args, *kwargs.values()) if isinstance(a, nn.Module)]
-    )
+    roots = [module] if module is not None else b.roots
     for g in decided:  # what an earlier attempt decided on this same input
         ctx.env.guard(g.cond, g.where)
     ctx.decide_comparisons = eager
-    try:
-        # a traced module's own state is stored again on every call (api.py); the
-        # modules a function receives as arguments are not the same on each call
-        store = wrote if module is not None else None
-        with ctx, TracingMode(ctx, lookup), watch(roots, record, store), _proxied(b.slots):
-            try:
-                result = (module if module is not None else fn)(*pargs, **pkw)
-            except TypeError as e:
-                if _BOOL_ONLY not in str(e):
-                    raise
-                raise _SymBoolArgument(e, list(ctx.env.guards)) from e
-            output, out_spec = _output(ctx, result)
-            ctx.flush_asserts()
-            if torch.is_grad_enabled() != grad:  # torch.set_grad_enabled(False) as a call
-                torch._C._set_grad_enabled(grad)
-                raise TracingError(
-                    f"{name} leaves grad mode {'off' if grad else 'on'}: a trace cannot repeat "
-                    "that change of global state on later calls. Fix: switch it in a `with` "
-                    "block (with torch.no_grad(): ...), or outside the jit-compiled function."
-                )
-    finally:  # the modules as before the call: the jit writes after running the trace
-        for mod, attr, old, _ in reversed(writes.values()):
-            if old is MISSING:
-                delattr(mod, attr)
-            else:
-                setattr(mod, attr, old)
+    # a traced module's own state is stored again on every call (api.py); the
+    # modules a function receives as arguments are not the same on each call
+    store = wrote if module is not None else None
+    with (
+        ctx,
+        TracingMode(ctx, lookup),
+        watch(roots, record, store, record_class),
+        proxied(b.slots),
+        compiling(),
+        side_effects(name),
+        python_types(b.tensors),
+    ):
+        try:
+            result = (module if module is not None else fn)(*pargs, **pkw)
+        except TypeError as e:
+            if _BOOL_ONLY not in str(e):
+                raise
+            raise _SymBoolArgument(e, list(ctx.env.guards)) from e
+        output, out_spec = _output(ctx, result)
+        ctx.flush_asserts()
+        if gg:
+            gg.settle()
+        _no_traced_values_left(
+            [(g.label, v) for g, v in b.objects]
+            + [(g.label, g.value) for g in read_objects.values()]
+        )
+        if torch.is_grad_enabled() != grad:  # torch.set_grad_enabled(False) as a call
+            torch._C._set_grad_enabled(grad)
+            raise TracingError(
+                f"{name} leaves grad mode {'off' if grad else 'on'}: a trace cannot repeat "
+                "that change of global state on later calls. Fix: switch it in a `with` "
+                "block (with torch.no_grad(): ...), or outside the jit-compiled function."
+            )
 
     trace = Trace("computation", [], list(ctx.nodes), output, ctx.asserts, dict(ctx.constants))
     trace = dce(cse(trace))
@@ -205,13 +237,14 @@ def _trace_once(
     )
     trace.doc = f"traced from {getattr(target, '__qualname__', name)}"
     grad = _autograd(ctx, trace, output, out_spec, name)
+    trace = grad_mode.for_run(trace, grad is not None)
     if grad is not None:
         out_spec = grad.spec
     _simplify_metas(trace, ctx.env)
     trace.lint()
 
     # -- the prologue: module fetches, constants, guards, declared ranges -------------
-    b.emit_modules(used | ctx.touched, reads)
+    b.emit_modules(used | ctx.touched, reads, class_reads, read_objects)
     for cname, value in ctx.constants.items():
         b.globals[cname] = value
     b.emit_tensor_checks(used | ctx.touched, ctx.constants)
@@ -247,7 +280,11 @@ def _trace_once(
     explain_src = src.replace("def prologue(", "def explain(")
     explain_src = _returns_locals(explain_src)
     explain = compile_source(explain_src, "explain", b.globals, f"explain {name}")
-    prologue = Prologue(src, pro, b.checks, explain)
+    # the call being traced already ran its Python, writes to objects included: it is
+    # served by the prologue less the checks of Python state (which those writes may fail)
+    state = {k for k, c in enumerate(b.checks) if c.kind == "state"}
+    first = compile_source(_without(src, state), "prologue", b.globals, f"prologue {name}")
+    prologue = Prologue(src, pro, b.checks, explain, first if state else pro)
     run = compile_trace(trace)
     backward = None
     if grad is not None:
@@ -264,6 +301,7 @@ def _trace_once(
             len(trace.inputs),
         )
         run = fn.apply
+    run = grad_mode.restoring(trace, run)
     labels_map = {i.symbol: i.label for i in env.symbols}
     return Traced(
         prologue,
@@ -335,19 +373,6 @@ def _autograd(ctx, trace: Trace, output, out_spec, name: str) -> _Grad | None:
     return _Grad(bw, spec, len(leaves), diff_out, inputs)
 
 
-@contextlib.contextmanager
-def _proxied(slots):
-    """While tracing, modules hold proxies in their parameter and buffer slots."""
-    saved = [(mod, slot, name, getattr(mod, slot)[name]) for mod, slot, name, _ in slots]
-    try:
-        for mod, slot, name, proxy in slots:
-            getattr(mod, slot)[name] = proxy
-        yield
-    finally:
-        for mod, slot, name, real in saved:
-            getattr(mod, slot)[name] = real
-
-
 def _simplify_metas(trace: Trace, env) -> None:
     """Print every shape with what the trace learned (``s1`` -> ``s0`` after a guard)."""
     from symshape.ir import TensorMeta
@@ -374,10 +399,22 @@ def _paths(module, writes: dict) -> tuple:
     return tuple((path[id(mod)], attr, value) for mod, attr, _, value in writes.values())
 
 
-def _simple(v) -> bool:
-    from symshape.trace.modules import is_simple
+def _no_traced_values_left(objects: list) -> None:
+    """Traced code must not leave a traced tensor or size inside a Python object
+    it was given or read (it would escape the trace and be stale on the next call)."""
+    for label, value in objects:
+        if holds(snapshot(value), _is_traced):
+            raise TracingError(
+                f"the traced code stored a traced tensor or size in {label} (a Python object "
+                "it was given or read); symshape cannot yet write tensors back into Python "
+                "objects on later calls (a KV cache updated in place is such an object). Fix: "
+                "return the value from the function instead of storing it, store it outside "
+                "the jit-compiled function, or run this call eagerly."
+            )
 
-    return is_simple(v)
+
+def _is_traced(v) -> bool:
+    return isinstance(v, (TensorProxy, torch.SymInt, torch.SymFloat, torch.SymBool))
 
 
 def _values_src(cond) -> str:
@@ -390,6 +427,20 @@ def _values_src(cond) -> str:
         if syms
         else "None"
     )
+
+
+def _without(src: str, checks: set) -> str:
+    """The prologue's source without the lines of the given checks (nor the
+    refresh of the module fast path: state not checked is not remembered)."""
+    keep = []
+    for line in src.splitlines():
+        _, sep, k = line.rpartition(": return ")
+        if sep and line.lstrip().startswith("if ") and k.isdigit() and int(k) in checks:
+            continue
+        if line.lstrip().startswith("if not _fast: "):
+            continue
+        keep.append(line)
+    return "\n".join(keep) + "\n"
 
 
 def _returns_locals(src: str) -> str:

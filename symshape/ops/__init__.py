@@ -15,6 +15,8 @@ FAMILIES = (
     "indexing", "joins", "sorting", "datadep", "nn", "dropout", "conv", "pooling", "resize", "losses",
     "random", "special", "views_extra", "fft", "linalg_extra", "linalg_misc",
     "scans_extra", "indexing_extra", "nn_extra", "factories_extra", "rnn",
+    "grad_mode", "autograd_attrs",
+    "views_inplace",
 )  # fmt: skip
 GRADIENTS = (
     "elementwise_vjp", "casts_vjp", "factories_vjp", "reductions_vjp", "linalg_vjp",

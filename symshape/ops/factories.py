@@ -15,6 +15,8 @@ tagged ``random`` so no pass merges or drops them.
 
 from __future__ import annotations
 
+import sys
+
 import torch
 
 from symshape.ir import TensorMeta
@@ -341,7 +343,15 @@ def _data_dtype(kind) -> torch.dtype:
     )
 
 
+def _ndarray(data) -> bool:
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(data, np.ndarray)
+
+
 def _tensor_from(ctx, op, data, dtype, device, options, emit_args=()):
+    if _ndarray(data):  # made in Python at trace time: its values are a constant of the trace
+        dtype = torch.from_numpy(data.reshape(-1)[:0]).dtype  # eager's dtype for it
+        data, options = data.tolist(), {"dtype": dtype, **options}
     if is_tensor(data):  # a copy, as eager does (with a warning)
         m = ctx.meta(data)
         dtype, device, rg, _, kw = _options(op, options, m.dtype, m.device)

@@ -11,6 +11,7 @@ import torch
 
 from symshape.ops._helpers import norm_dim, numel
 from symshape.ops.registry import OpDef, attribute, define, tensor_method
+from symshape.ops.views import eager_layout
 from symshape.sym import DataDependentError
 from symshape.sym.source import user_location
 from symshape.trace.errors import TracingError
@@ -47,7 +48,7 @@ def _layout_unknown(t) -> TracingError:
 
 
 def _stride(ctx, t, dim=None):
-    m = ctx.meta(t)
+    m = eager_layout(ctx, t, ctx.meta(t))
     ctx.observed_layout = True
     if not m.layout_known:
         raise _layout_unknown(t)
@@ -60,7 +61,7 @@ def _stride(ctx, t, dim=None):
 
 
 def _is_contiguous(ctx, t, memory_format=torch.contiguous_format):
-    m = ctx.meta(t)
+    m = eager_layout(ctx, t, ctx.meta(t))
     ctx.observed_layout = True
     if not m.layout_known:
         raise _layout_unknown(t)
@@ -124,9 +125,6 @@ _getter("dtype", lambda ctx, t: ctx.meta(t).dtype, attribute("dtype"))
 _getter("device", lambda ctx, t: ctx.meta(t).device, attribute("device"), S.get_device)
 _getter("layout", lambda ctx, t: torch.strided, attribute("layout"))
 _getter("requires_grad", lambda ctx, t: ctx.meta(t).requires_grad, attribute("requires_grad"))
-_getter("is_leaf", lambda ctx, t: ctx.is_leaf(t), attribute("is_leaf"))
-_getter("grad_fn", lambda ctx, t: None, attribute("grad_fn"))
-_getter("grad", lambda ctx, t: None, attribute("grad"))
 _getter("is_cuda", lambda ctx, t: ctx.meta(t).device.type == "cuda", attribute("is_cuda"))
 _getter("is_cpu", lambda ctx, t: ctx.meta(t).device.type == "cpu", attribute("is_cpu"))
 _getter("is_mps", lambda ctx, t: ctx.meta(t).device.type == "mps", attribute("is_mps"))
@@ -170,29 +168,3 @@ for _name in (
 
 def _len_error():
     raise TypeError("len() of a 0-d tensor")
-
-
-# -- grad mode -----------------------------------------------------------------------------
-
-
-def _set_grad_enabled(ctx, op, mode):
-    """``torch.no_grad()`` / ``enable_grad()`` / ``set_grad_enabled()`` inside traced
-    code: the mode is switched while tracing, so results made under no_grad carry
-    no gradient, as in eager, and the backward is built from what the trace saw.
-    Nothing is recorded: a trace runs its forward without autograd either way.
-    Enabling gradients inside a call made under no_grad would build a graph eager
-    builds and a trace does not: refused."""
-    if mode and not torch.is_grad_enabled() and not getattr(ctx, "grad_at_start", True):
-        where = user_location()
-        raise TracingError(
-            "enabling gradients inside a function called under torch.no_grad() is not "
-            f"supported while tracing (at {where.describe() if where else 'an unknown line'}). "
-            "Fix: call the jit-compiled function with gradients enabled."
-        )
-    torch._C._set_grad_enabled(mode)
-
-
-define(
-    OpDef("set_grad_enabled", "torch._C._set_grad_enabled", None, _set_grad_enabled),
-    [torch._C._set_grad_enabled],
-)

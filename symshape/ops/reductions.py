@@ -355,6 +355,18 @@ register("any", "torch.any", tensor_method("any"))(_any_all)
 register("all", "torch.all", tensor_method("all"))(_any_all)
 
 
+def _is_true(ctx, op, input):
+    """``torch._check_tensor_all`` asks ``cond._is_all_true().item()``: one bool of all elements."""
+    m = ctx.meta(input)
+    if m.dtype is not torch.bool:
+        raise RuntimeError(f"{op.name}() expects a bool tensor, found {m.dtype}")
+    return ctx.emit(op, (input,), {}, _out(ctx, input, (), torch.bool))
+
+
+register("is_all_true", "torch.Tensor._is_all_true")(_is_true)
+register("is_any_true", "torch.Tensor._is_any_true")(_is_true)
+
+
 @register("count_nonzero", "torch.count_nonzero", tensor_method("count_nonzero"))
 @_numpy_names
 def count_nonzero(ctx, op, input, dim=None):

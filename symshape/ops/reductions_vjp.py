@@ -252,7 +252,7 @@ def _max_dim(ctx, grads, outs, input, dim, keepdim=False):
     return {0: g.new_zeros(input.shape).scatter(dim, idx, g)}
 
 
-nondifferentiable("argmax", "argmin", "any", "all", "count_nonzero")
+nondifferentiable("argmax", "argmin", "any", "all", "count_nonzero", "is_all_true", "is_any_true")
 
 
 # -- variance and standard deviation -----------------------------------------------------

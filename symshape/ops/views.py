@@ -673,14 +673,48 @@ def narrow(ctx, op, input, dim, start, length):
 
 @register("contiguous", "torch.Tensor.contiguous")
 def contiguous(ctx, op, input, memory_format=torch.contiguous_format):
-    """Row-major strides. Eager returns the input itself when it is already
-    contiguous, whose strides can differ from row-major ones only at size-1
-    dims (or when it is empty); deciding that would guard every dynamic size
-    against 0 and 1, so the trace reports row-major strides there."""
+    """Row-major strides, or, when eager returns the input itself because it is
+    already contiguous, the input's strides: they differ from row-major ones
+    at size-1 dims (``torch.randn(1, 5).t()``). Where that depends on whether a
+    dynamic size is 1, nothing is guarded here: the strides are decided when
+    the code reads them (``eager_layout``), so a size is guarded against 1 only
+    if its strides are observed. Later ops see row-major strides. (Strides of an
+    empty result read row-major.)"""
     m = ctx.meta(input)
     if memory_format is not torch.contiguous_format:
         raise NotImplementedError(f"contiguous({memory_format}) is not supported while tracing")
-    return ctx.emit(op, (input,), {}, ctx.out_meta(m.shape, m.dtype, m.device))
+    if m.strides is None:
+        return ctx.emit(op, (input,), {}, ctx.out_meta(m.shape, m.dtype, m.device))
+    out = ctx.emit(op, (input,), {}, ctx.out_meta(m.shape, m.dtype, m.device))
+    if _contiguous(ctx, m, decide=False) is not False:
+        # later ops see row-major strides (they differ only at size-1 dims, where
+        # views ignore them); reading the strides gives eager's
+        ctx.layout_if_contiguous[id(out._ss_var)] = m
+    return out
+
+
+def _contiguous(ctx, m, decide: bool):
+    """Eager's ``is_contiguous()`` of a non-empty strided layout: row-major strides,
+    except at size-1 dims, whose stride is free. None: it depends on whether a
+    dynamic size is 1 (``decide``: guard that instead)."""
+    expected, unknown = 1, False
+    for size, stride in zip(reversed(m.shape), reversed(m.strides)):
+        if ctx.env.known(L.eq(stride, expected)) is not True:
+            one = ctx.guard(L.eq(size, 1)) if decide else ctx.env.known(L.eq(size, 1))
+            if one is False:
+                return False
+            unknown = unknown or one is None
+        expected = E.mul(expected, size)
+    return None if unknown else True
+
+
+def eager_layout(ctx, t, m):
+    """The metadata whose strides eager reports for ``t``: ``contiguous()`` of a
+    layout that is contiguous only if a dynamic size is 1 decides it now."""
+    src = ctx.layout_if_contiguous.get(id(t._ss_var)) if hasattr(t, "_ss_var") else None
+    if src is None or not _contiguous(ctx, src, decide=True):
+        return m
+    return m.like(strides=src.strides)
 
 
 @register("clone", "torch.clone", torch.Tensor.clone)

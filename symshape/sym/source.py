@@ -9,11 +9,19 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+import sysconfig
 from dataclasses import dataclass
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _SKIP_DIRS: list[str] = [_PKG_DIR + os.sep]
 _SKIP_FILES = ("<frozen ", "contextlib.py", "functools.py")
+# the standard library (statistics, fractions, json asking a size's value) is not the
+# user's line either; packages installed under it are
+_STDLIB = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
+
+
+def _stdlib(fn: str) -> bool:
+    return fn.startswith(_STDLIB) and "-packages" + os.sep not in fn[len(_STDLIB) :]
 
 
 def skip_directory(path: str) -> None:
@@ -65,6 +73,7 @@ def user_location(skip: int = 1) -> Location | None:
             or (tdir is not None and fn.startswith(tdir))
             or fn.startswith(_SKIP_FILES)
             or fn.endswith(_SKIP_FILES)
+            or _stdlib(fn)
         ):
             return Location(fn, f.f_lineno, f.f_code.co_name)
         f = f.f_back

@@ -20,10 +20,12 @@ from symshape.sym import DataDependentError, ShapeEnv
 from symshape.sym import expr as E
 from symshape.sym import logic as L
 from symshape.sym.source import user_location
+from symshape.trace import pytypes
 from symshape.trace import symfloat as F
 from symshape.trace.errors import TracingError
 from symshape.trace.proxy import TensorProxy, contiguous_strides
-from symshape.trace.symnode import SymNode, to_symbool, to_symfloat, to_symint
+from symshape.trace.symnode import SymNode
+from symshape.trace.symvalues import to_symbool, to_symfloat, to_symint
 
 _tls = threading.local()
 
@@ -64,6 +66,9 @@ class TraceContext:
         self.grad_at_start = True  # grad mode when the traced call began (jit/tracer.py)
         self.touched: set[int] = set()  # ids of Vars whose tensor metadata was read
         self.observed_layout = False
+        # id(Var) -> the input's TensorMeta, for contiguous() results whose strides
+        # depend on whether a dynamic size is 1 (decided when read: ops/views.py)
+        self.layout_if_contiguous: dict[int, TensorMeta] = {}
         # set when a retrace must decide every size comparison where it is made
         # (a SymBool reached an argument that takes only a Python bool)
         self.decide_comparisons = False
@@ -135,6 +140,7 @@ class TraceContext:
             self.constants[name] = t
             meta = TensorMeta(tuple(t.shape), t.dtype, t.device, t.requires_grad)
             p = self.proxy(Var(name), meta)
+            pytypes.mirror(p, t)
             self._const_ids[id(t)] = p
         return p
 
@@ -205,6 +211,30 @@ class TraceContext:
     def symfloat(self, r):
         return to_symfloat(self, r)
 
+    def any_rigid(self, cond) -> bool:
+        """Does ``cond`` involve a symbol that stands for its whole range (export)?"""
+        cond = self.env.simplify(cond)
+        return type(cond) is not bool and any(self.env.info(s).rigid for s in cond.free_symbols)
+
+    def float_exact(self, r) -> bool:
+        """May the ratio ``r`` stand for Python's float? Yes while its numerator is
+        below 2**53 in magnitude: the floor, ceiling and comparisons of the exact
+        ratio then equal those of the correctly rounded float (a guard, unless
+        the ranges prove it)."""
+        if not isinstance(r, F.Ratio):
+            return True
+        for cond in (L.lt(r.num, _FLOAT_EXACT), L.gt(r.num, -_FLOAT_EXACT)):
+            if self.known(cond) is not None:
+                if not self.known(cond):
+                    return False
+            elif self.any_rigid(cond):  # export: no real tensor has 2**53 elements in a row
+                self.env.assume(cond, self._where())
+            elif not self.has_hint(cond):  # data-dependent: checked when the trace runs
+                self.check(cond, "an int converted to float must be below 2**53 to be exact")
+            elif not self.guard(cond):
+                return False
+        return True
+
     def has_hint(self, value) -> bool:
         if isinstance(value, F.Opaque):
             return False
@@ -272,6 +302,8 @@ class TraceContext:
         if node.kind == "bool":
             return F.ratio(self.bool_as_int(v), 1)
         if type(v) is float:
+            if v == 0 and str(v)[0] == "-":
+                return v  # -0.0: a ratio has no sign of zero
             p, q = v.as_integer_ratio() if v == v and abs(v) != float("inf") else (None, None)
             if p is not None and abs(p) < (1 << 20) and q < (1 << 20):
                 return F.Ratio(p, q, True)
@@ -308,6 +340,17 @@ class TraceContext:
             return v
         return self.concrete_int(v.num) / self.concrete_int(v.den)
 
+    def _zero_keeps_sign(self, ra, rb, r) -> bool:
+        """A product or quotient that is 0 is -0.0 in Python when the operands'
+        signs differ (``0 * -1.0``), which a ratio cannot say: exact only when
+        both are known non-negative or the result known (or guarded) nonzero."""
+        if self.known(L.ge(ra.num, 0)) and self.known(L.ge(rb.num, 0)):
+            return True
+        nonzero = L.ne(r.num, 0)
+        if self.known(nonzero) is not None or not self.has_hint(nonzero):
+            return self.known(nonzero) is not False
+        return self.guard(nonzero)
+
     def float_binop(self, op: str, a: SymNode, b: SymNode) -> SymNode:
         if isinstance(a.value, F.Opaque) or isinstance(b.value, F.Opaque):
             return self._opaque_binop(op, a, b)
@@ -324,7 +367,12 @@ class TraceContext:
             elif op == "truediv":
                 self.require_nonzero(rb.num)
                 r = F.ratio(E.mul(ra.num, rb.den), E.mul(ra.den, rb.num))
-        if r is not None:
+            elif op == "floordiv":  # a // b == floor(a / b), as a float
+                self.require_nonzero(rb.num)
+                r = F.ratio(E.floordiv(E.mul(ra.num, rb.den), E.mul(ra.den, rb.num)), 1)
+            if op in ("mul", "truediv", "floordiv") and r is not None:
+                r = r if self._zero_keeps_sign(ra, rb, r) else None
+        if r is not None and self.float_exact(r):
             return SymNode(self, r, "float")
         x, y = self.concrete_float(a), self.concrete_float(b)
         fn = {
@@ -455,7 +503,7 @@ class TraceContext:
             return x._ss_var
         if isinstance(x, (torch.SymInt, torch.SymBool)):
             return self.materialize(self._node(x).value)
-        if t is torch.SymFloat:
+        if isinstance(x, torch.SymFloat):
             return self._materialize_float(self._node(x).value)
         if t is tuple or t is list or t is torch.Size:
             out = [self.arg(y) for y in x]
@@ -603,6 +651,8 @@ def _with_grad(m: TensorMeta, differentiable: bool) -> TensorMeta:
         return m.like(requires_grad=True)
     return m
 
+
+_FLOAT_EXACT = 1 << 53  # integers beyond are not all floats
 
 _PY_CMP = {
     L.eq: __import__("operator").eq,

@@ -77,12 +77,13 @@ class TracingMode(TorchFunctionMode):
             _routing.pop()
 
 
-# (module, attribute): Python-level torch functions routed to their rules while tracing
+# (module, attribute): Python-level torch functions routed to their rules while tracing;
+# torch.inference_mode() enters a torch._C._InferenceMode guard (ops/grad_mode.py)
 PYTHON_LEVEL = tuple(
     (mod, name)
     for mod in (torch, torch.random)
     for name in ("manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state")
-)
+) + ((torch._C, "_InferenceMode"), (torch, "is_inference_mode_enabled"))
 
 
 class _Routing:

@@ -48,6 +48,13 @@ class TensorProxy(torch.Tensor):
     def __init__(self, ctx, var, meta):
         pass
 
+    @property
+    def __class__(self):
+        # user code asking x.__class__ sees eager's class (trace/pytypes.py)
+        from symshape.trace import pytypes
+
+        return pytypes.answer(self, getattr(self, "_ss_pytype", torch.Tensor))
+
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         from symshape.trace.errors import TracingError

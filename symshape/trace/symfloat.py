@@ -5,7 +5,10 @@
 rounded integer quotient equals the exact one for integers below 2**53 (the
 rounding error ``|a/b| * 2**-53`` is smaller than the distance ``1/|b|`` from a
 non-integer quotient to the nearest integer). So ``math.ceil(s / 2)`` becomes
-``(s + 1) // 2`` with no guard.
+``(s + 1) // 2``, with one guard that the numerator stays below 2**53 (unless
+the ranges prove it; beyond, the value is specialized: ``TraceContext.float_exact``).
+A product or quotient that may be zero with operands of different signs is
+exact only if guarded nonzero (Python's ``0 * -1.0`` is ``-0.0``).
 
 Arithmetic that cannot stay exact (``s / 3 * 3``, ``sqrt``) specializes: the
 symbols involved are guarded to their hints and a plain float results.

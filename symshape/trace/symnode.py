@@ -1,8 +1,9 @@
 """Our implementation of PyTorch's Python SymNode protocol.
 
-``torch.SymInt(SymNode(ctx, expr, "int"))`` is a real ``torch.SymInt``: user
-code and PyTorch's C++ argument parser accept it wherever an int goes
-(``view``, ``torch.zeros``, ``torch.Size``, slicing). Every operation on it
+``SymInt(SymNode(ctx, expr, "int"))`` (symvalues.py: a ``torch.SymInt`` whose
+Python operators are ours) is what user code receives, and PyTorch's C++
+argument parser accepts it wherever an int goes (``view``, ``torch.zeros``,
+``torch.Size``, slicing). Every operation on it
 builds an engine expression; every conversion to a concrete Python value
 (``bool()``, ``int()``, ``float()``) goes through the ShapeEnv, which either
 proves the answer, records a guard, or raises ``DataDependentError``. Nothing
@@ -12,8 +13,6 @@ reads a hint silently.
 from __future__ import annotations
 
 import builtins
-
-import torch
 
 from symshape.sym import expr as E
 from symshape.sym import logic as L
@@ -132,7 +131,13 @@ class SymNode:
 
     def int_truediv(self, other: SymNode) -> SymNode:
         self.ctx.require_nonzero(other.value)
-        return self._new(F.ratio(self.value, other.value), "float")
+        r = F.ratio(self.value, other.value)
+        if self.ctx.float_exact(r):
+            return self._new(r, "float")
+        # Python's int / int is the correctly rounded quotient of the exact values
+        return self.wrap_float(
+            self.ctx.concrete_int(self.value) / self.ctx.concrete_int(other.value)
+        )
 
     def float_truediv(self, other: SymNode) -> SymNode:
         return self.ctx.float_binop("truediv", self, other)
@@ -180,7 +185,8 @@ class SymNode:
         """A SymBool result. When the trace already knows its value it is a plain
         Python bool (``q_len > 1 and mask is None`` must give eager's ``False`` to a
         C function that takes only a bool); otherwise it stays symbolic, and is
-        decided (a guard) only when Python asks for its truth value."""
+        decided (a guard) only when Python asks for its truth value. (Comparisons
+        that user code makes are decided at once: symvalues.py.)"""
         if type(cond) is not bool:
             known = self.ctx.known(cond)
             if known is not None:
@@ -235,7 +241,10 @@ class SymNode:
         if self.kind == "float":
             return self
         v = self.ctx.bool_as_int(self.value) if self.kind == "bool" else self.value
-        return self._new(F.ratio(v, 1), "float")
+        r = F.ratio(v, 1)
+        if self.ctx.float_exact(r):
+            return self._new(r, "float")
+        return self.wrap_float(float(self.ctx.concrete_int(v)))
 
     def sym_int(self) -> SymNode:
         return self.trunc()
@@ -349,34 +358,4 @@ def _values(nodes) -> list:
     return [n.value if isinstance(n, SymNode) else n for n in nodes]
 
 
-class SymInt(torch.SymInt):
-    """The SymInts symshape hands to user code. ``hash()`` of one observes its
-    value (``table[x.shape[0]]``), so it specializes with a guard; PyTorch's
-    own SymInt refuses to be hashed."""
-
-    def __hash__(self):
-        return hash(self.node.int_())
-
-
-def to_symint(ctx, x):
-    """A plain int, or a ``torch.SymInt`` for a non-constant expression."""
-    x = ctx.env.simplify(x) if type(x) is not int else x
-    if type(x) is int:
-        return x
-    return SymInt(SymNode(ctx, x, "int"))
-
-
-def to_symbool(ctx, x):
-    x = ctx.env.simplify(x) if type(x) is not bool else x
-    if type(x) is bool:
-        return x
-    return torch.SymBool(SymNode(ctx, x, "bool"))
-
-
-def to_symfloat(ctx, r):
-    if type(r) is float:
-        return r
-    return torch.SymFloat(SymNode(ctx, r, "float"))
-
-
-__all__ = ["SymNode", "to_symbool", "to_symfloat", "to_symint"]
+__all__ = ["SymNode"]

@@ -35,13 +35,16 @@ def test_enable_grad_inside_a_call_made_with_gradients():
     check_grad(fn, lambda n: (torch.randn(n, dtype=torch.float64, requires_grad=True),), 3, (5,))
 
 
-def test_enable_grad_inside_a_call_made_under_no_grad_is_refused():
+def test_enable_grad_inside_a_call_made_under_no_grad_builds_eagers_graph():
     def fn(x):
         with torch.enable_grad():
             return x * 2
 
-    with torch.no_grad(), pytest.raises(symshape.TracingError, match=r"under torch\.no_grad"):
-        symshape.jit(fn)(torch.randn(3, requires_grad=True))
+    x = torch.randn(3, requires_grad=True)
+    with torch.no_grad():
+        got, want = symshape.jit(fn)(x), fn(x)
+    assert got.requires_grad and want.requires_grad  # the switch is recorded (ops/grad_mode.py)
+    assert torch.equal(torch.autograd.grad(got.sum(), x)[0], torch.autograd.grad(want.sum(), x)[0])
 
 
 def test_leaving_grad_mode_changed_is_refused_and_restored():

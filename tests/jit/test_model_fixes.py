@@ -46,18 +46,21 @@ def test_symbool_never_branched_on_is_decided_where_it_is_made():
     assert f.stats.compiles == 2, f.stats.recompile_reasons
 
 
-def test_known_comparisons_are_plain_bools_unknown_ones_stay_symbolic():
+def test_comparisons_of_sizes_are_plain_bools_decided_with_a_guard():
+    # eager code gets a bool and may ask `is True` of it: a comparison of backed
+    # sizes is decided where it is made (tests/jit/test_python_values.py)
     seen = []
 
     def g(x):
-        seen.append((type(x.shape[0] >= 0), type(x.shape[0] > 2)))
+        seen.append((type(x.shape[0] >= 0), type(x.shape[0] > 2), (x.shape[0] > 2) is True))
         return x.shape[0] > 2, torch.sym_not(x.shape[0] > 2)
 
     f = symshape.jit(g, dynamic=True)
     assert f(torch.randn(1)) == (False, True)
-    assert f(torch.randn(5)) == (True, False)  # one trace: the comparison is in it
-    assert f.stats.compiles == 1
-    assert seen == [(bool, torch.SymBool)]
+    assert f(torch.randn(5)) == (True, False)  # the guard x.size(0) <= 2 fails: traced again
+    assert f(torch.randn(7)) == (True, False)
+    assert f.stats.compiles == 2
+    assert seen == [(bool, bool, False), (bool, bool, True)]
 
 
 # -- a size stored on a module (Swin's set_shift_and_window_size) --------------------------

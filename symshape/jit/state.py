@@ -1,0 +1,666 @@
+"""Guards on the Python state a trace read: objects, containers, classes, hooks.
+
+A trace replaces a whole Python call, so whatever Python state it read must
+be the same on every call it serves. Each guarded value is *snapshotted* when
+traced; the per-call check is cheap because dicts carry a version tag that
+CPython changes on every mutation (``torch._C._dynamo.guards.dict_version``):
+an object whose ``__dict__`` still has the version seen last time is unchanged,
+with no attribute compared. Only when a version moved is the snapshot compared
+value by value (the slow path); if it still matches, the new version is kept
+and the fast path holds again::
+
+    cfg = Cfg(scale=2.0, model=Sub(eps=1e-5))   # traced: snapshot of cfg, cfg.model
+    cfg.model.eps = 1e-6                         # cfg.model's __dict__ version moves
+    f(x, cfg)   # slow path: `cfg.model.eps changed from 1e-05 to 1e-06`: retrace
+
+Lists have no version tag: a list the trace read is compared on every call.
+"""
+
+from __future__ import annotations
+
+import enum
+import gc
+import math
+import types
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+from torch._C._dynamo.guards import dict_version
+from torch.utils.hooks import RemovableHandle
+
+_SCALAR = (
+    type(None),
+    bool,
+    int,
+    float,
+    complex,
+    str,
+    bytes,
+    range,
+    slice,
+    torch.dtype,
+    torch.device,
+    torch.layout,
+    torch.memory_format,
+)
+# compared by identity: functions, classes, modules of code, tensors, modules
+_IDENTITY = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.ModuleType,
+    type,
+    torch.Tensor,
+    nn.Module,
+    enum.Enum,
+    property,
+    staticmethod,
+    classmethod,
+)
+_BUDGET = 4000  # snapshot nodes per guarded value; past it, identity only
+_MISSING = object()
+
+
+# -- snapshots -----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Value:
+    """A scalar, compared by exact type and value (``-0.0`` is not ``0.0``)."""
+
+    value: object
+
+
+@dataclass(slots=True)
+class Ident:
+    """An object compared by identity."""
+
+    obj: object
+
+
+@dataclass(slots=True)
+class Seq:
+    """A list or tuple: its type and items."""
+
+    type: type
+    items: list
+    obj: object = None  # the list itself (lists have no version tag: compared each call)
+
+
+@dataclass(slots=True)
+class Map:
+    """A dict: its type, keys in order, values; ``version`` is the fast path."""
+
+    type: type
+    items: dict
+    version: int
+    obj: object = None  # the dict the version belongs to
+
+
+@dataclass(slots=True)
+class Obj:
+    """A plain object: its type, instance attributes, and its classes' dicts."""
+
+    type: type
+    attrs: dict
+    version: int | None  # of its __dict__ (None: __slots__ only)
+    obj: object = None
+    classes: tuple = ()  # ClassGuard of each class in its MRO that user code defined
+
+
+def _same_scalar(a, b) -> bool:
+    if type(a) is not type(b):
+        return False
+    if type(a) is float:
+        if a != a:
+            return b != b
+        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+    if type(a) is complex:
+        return _same_scalar(a.real, b.real) and _same_scalar(a.imag, b.imag)
+    try:
+        return bool(a == b)
+    except Exception:  # a scalar type whose == raises cannot be compared: unequal
+        return False
+
+
+def is_plain_object(v) -> bool:
+    """An instance of a class written in Python that holds its state in
+    ``__dict__`` or slots (dataclasses, configs, user classes), or a
+    ``SimpleNamespace``. C types (``functools.partial``) are compared by identity."""
+    t = type(v)
+    if isinstance(v, (*_SCALAR, *_IDENTITY)):
+        return False
+    if t is types.SimpleNamespace:
+        return True
+    return bool(t.__flags__ & _HEAPTYPE) and _has_state(v)
+
+
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
+
+
+def _has_state(v) -> bool:
+    return hasattr(v, "__dict__") or bool(_slots(type(v)))
+
+
+def _slots(t: type) -> tuple:
+    out: list = []
+    for k in t.__mro__:
+        s = k.__dict__.get("__slots__", ())
+        out.extend([s] if isinstance(s, str) else s)
+    return tuple(n for n in out if n not in ("__dict__", "__weakref__"))
+
+
+class _Budget:
+    def __init__(self, n: int):
+        self.left = n
+        self.seen: set[int] = set()
+
+
+def snapshot(v, budget: _Budget | None = None):
+    """What ``v`` is now, deep enough to tell any later change."""
+    b = budget or _Budget(_BUDGET)
+    b.left -= 1
+    t = type(v)
+    if isinstance(v, _SCALAR):
+        return Value(v)
+    if b.left <= 0 or id(v) in b.seen or isinstance(v, _IDENTITY):
+        return Ident(v)
+    if t in (list, tuple) or (isinstance(v, tuple) and hasattr(v, "_fields")):
+        b.seen.add(id(v))
+        s = Seq(t, [snapshot(x, b) for x in v], v)
+        b.seen.discard(id(v))
+        return s
+    if isinstance(v, dict):
+        b.seen.add(id(v))
+        s = Map(t, {k: snapshot(x, b) for k, x in list(v.items())}, dict_version(v), v)
+        b.seen.discard(id(v))
+        return s
+    if t in (set, frozenset) and all(isinstance(x, _SCALAR) for x in v):
+        return Value(frozenset(v) if t is frozenset else set(v))
+    if is_plain_object(v):
+        b.seen.add(id(v))
+        d = getattr(v, "__dict__", None)
+        attrs = {k: snapshot(x, b) for k, x in list(d.items())} if d is not None else {}
+        for n in _slots(t):
+            x = getattr(v, n, _MISSING)
+            attrs[n] = Ident(_MISSING) if x is _MISSING else snapshot(x, b)
+        b.seen.discard(id(v))
+        return Obj(t, attrs, dict_version(d) if d is not None else None, v, class_guards(t))
+    return Ident(v)
+
+
+def diff(s, v, label: str) -> str | None:
+    """None when ``v`` matches the snapshot ``s``; else what changed, in words."""
+    if type(s) is Value:
+        if type(s.value) in (set, frozenset):
+            return (
+                None if type(v) is type(s.value) and v == s.value else _changed(label, s.value, v)
+            )
+        return None if _same_scalar(s.value, v) else _changed(label, s.value, v)
+    if type(s) is Ident:
+        if v is s.obj:
+            return None
+        return f"{label} is another object than when traced ({_short(s.obj)} -> {_short(v)})"
+    if type(v) is not s.type:
+        return f"{label} is a {type(v).__name__}, was a {s.type.__name__}"
+    if type(s) is Seq:
+        if len(v) != len(s.items):
+            return f"len({label}) changed from {len(s.items)} to {len(v)}"
+        for i, (a, x) in enumerate(zip(s.items, v)):
+            r = diff(a, x, f"{label}[{i}]")
+            if r is not None:
+                return r
+        return None
+    if type(s) is Map:
+        if list(v) != list(s.items):
+            return f"the keys of {label} changed from {list(s.items)} to {list(v)}"
+        for k, a in s.items.items():
+            r = diff(a, v[k], f"{label}[{k!r}]")
+            if r is not None:
+                return r
+        return None
+    d = getattr(v, "__dict__", None)
+    now = dict(d) if d is not None else {}
+    for n in _slots(s.type):
+        now[n] = getattr(v, n, _MISSING)
+    for k in now:
+        if k not in s.attrs:
+            return f"{label}.{k} was set (it did not exist when traced)"
+    for k, a in s.attrs.items():
+        if k not in now:
+            return f"{label}.{k} was deleted"
+        r = diff(a, now[k], f"{label}.{k}")
+        if r is not None:
+            return r
+    for c in s.classes:
+        r = c.why()
+        if r is not None:
+            return r
+    return None
+
+
+def flat(s, dicts: list, lists: list) -> None:
+    """The dicts whose versions tell that ``s``'s objects are unchanged, and the
+    lists (no version tag) to compare instead."""
+    t = type(s)
+    if t is Obj:
+        d = _instance_dict(s.obj)
+        if d is None:  # __slots__ only: compared on every call
+            lists.append((s, s.obj))
+        else:
+            dicts.append(d)
+        dicts.extend(c.dict for c in s.classes)
+        for a in s.attrs.values():
+            flat(a, dicts, lists)
+    elif t is Map:
+        dicts.append(s.obj)
+        for a in s.items.values():
+            flat(a, dicts, lists)
+    elif t is Seq:
+        if s.type is list:
+            lists.append((s, s.obj))
+        else:
+            for a in s.items:
+                flat(a, dicts, lists)
+
+
+def _instance_dict(v):
+    try:  # past a class's own __getattribute__ (transformers' configs define one)
+        return object.__getattribute__(v, "__dict__")
+    except AttributeError:
+        return None
+
+
+def refresh(s, v) -> None:
+    """After a slow-path match: remember ``v``'s objects and versions for the fast path."""
+    t = type(s)
+    if t is Map:
+        s.obj, s.version = v, dict_version(v)
+        for k, a in s.items.items():
+            refresh(a, v[k])
+    elif t is Seq:
+        s.obj = v
+        for a, x in zip(s.items, v):
+            refresh(a, x)
+    elif t is Obj:
+        d = getattr(v, "__dict__", None)
+        s.obj = v
+        s.version = dict_version(d) if d is not None else None
+        for c in s.classes:
+            c.refresh()
+        for k, a in s.attrs.items():
+            if d is not None and k in d:
+                refresh(a, d[k])
+
+
+def holds(s, pred) -> bool:
+    """Does any value in the snapshot satisfy ``pred``?"""
+    t = type(s)
+    if t is Value:
+        return pred(s.value)
+    if t is Ident:
+        return pred(s.obj)
+    if t is Seq:
+        return any(holds(a, pred) for a in s.items)
+    if t is Map:
+        return any(holds(a, pred) for a in s.items.values())
+    return any(holds(a, pred) for a in s.attrs.values())
+
+
+def _changed(label: str, old, new) -> str:
+    return f"{label} changed from {_short(old)} to {_short(new)}"
+
+
+def _short(v) -> str:
+    if isinstance(v, _SCALAR) or type(v) in (set, frozenset):
+        r = repr(v)
+    elif isinstance(v, torch.Tensor):
+        r = f"a tensor {tuple(v.shape)}"
+    else:
+        r = f"a {type(v).__name__}"
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+# -- guards the prologue calls --------------------------------------------------------
+
+
+class ObjectGuard:
+    """The prologue's check of one Python value the trace read (an argument
+    object, a config hanging off a module, a list on a module)::
+
+        if not _state0(args[1]): return 7      # cfg as when traced
+    """
+
+    __slots__ = ("dicts", "label", "lists", "root", "snap", "value", "versions")
+
+    def __init__(self, value, label: str):
+        self.label = label
+        self.snap = snapshot(value)
+        self.value = value  # the object traced
+        self._watch(value)
+
+    def _watch(self, v) -> None:
+        """Fast path: ``v`` is the object last matched and no dict under it moved."""
+        self.root = v
+        self.dicts, self.lists = [], []
+        if type(self.snap) is Value:
+            self.lists.append((self.snap, v))
+        flat(self.snap, self.dicts, self.lists)
+        self.versions = list(map(dict_version, self.dicts))
+
+    def __call__(self, v) -> bool:
+        if (
+            v is self.root
+            and list(map(dict_version, self.dicts)) == self.versions
+            and all(diff(s, o, "") is None for s, o in self.lists)
+        ):
+            return True
+        if diff(self.snap, v, self.label) is None:
+            refresh(self.snap, v)
+            self._watch(v)
+            return True
+        return False
+
+    def why(self, v) -> str:
+        return diff(self.snap, v, self.label) or f"{self.label} is as when traced"
+
+    def __repr__(self) -> str:
+        return f"<state of {self.label}>"
+
+
+class ClassGuard:
+    """A class whose attributes the trace read through an instance (a method,
+    ``self.k`` found on the class): its dict's version, then the entries."""
+
+    __slots__ = ("cls", "dict", "entries", "version")
+
+    def __init__(self, cls: type):
+        self.cls = cls
+        self.dict = class_dict(cls)
+        self.version = dict_version(self.dict)
+        self.entries = {
+            k: (Value(v) if isinstance(v, _SCALAR) else Ident(v))
+            for k, v in self.dict.items()
+            if not (k.startswith("__") and k.endswith("__"))
+        }
+
+    def fast(self) -> bool:
+        return dict_version(self.dict) == self.version
+
+    def why(self) -> str | None:
+        if self.fast():
+            return None
+        name = self.cls.__qualname__
+        for k, s in self.entries.items():
+            r = diff(s, self.dict.get(k, _MISSING), f"{name}.{k}")
+            if r is not None:
+                return r
+        for k in self.dict:
+            if k not in self.entries and not (k.startswith("__") and k.endswith("__")):
+                return f"{name}.{k} was set on the class"
+        return None
+
+    def refresh(self) -> None:
+        self.version = dict_version(self.dict)
+
+
+_class_guards: dict[type, tuple] = {}
+
+
+def class_guards(t: type) -> tuple:
+    """A ClassGuard for each class of ``t``'s MRO defined outside builtins and torch.nn."""
+    out = []
+    for k in t.__mro__:
+        if k is object or k.__module__ == "builtins" or k is nn.Module:
+            continue
+        out.append(ClassGuard(k))
+    return tuple(out)
+
+
+def class_dict(cls: type) -> dict:
+    """The real dict behind ``cls.__dict__`` (a read-only mappingproxy), whose
+    version tag moves when the class is changed."""
+    for r in gc.get_referents(cls.__dict__):
+        if type(r) is dict:
+            return r
+    raise TypeError(f"no dict found behind {cls.__qualname__}.__dict__")
+
+
+# -- modules ---------------------------------------------------------------------------
+
+HOOK_DICTS = (
+    "_forward_hooks",
+    "_forward_pre_hooks",
+    "_backward_hooks",
+    "_backward_pre_hooks",
+    "_forward_hooks_with_kwargs",
+    "_forward_hooks_always_called",
+    "_forward_pre_hooks_with_kwargs",
+)
+# module slots guarded by their own machinery (parameters are inputs; structure below)
+SKIPPED = frozenset(("_parameters", "_buffers", "_modules", *HOOK_DICTS))
+
+
+@dataclass
+class ModuleGuard:
+    """The per-call check of one module of the trace, beyond its tensors: the
+    attributes the trace read, the names it found on the class (a ``forward``
+    set on the instance would shadow them) and its submodule names. Fast path:
+    see ``TreeGuard``."""
+
+    label: str
+    reads: dict = field(default_factory=dict)  # attribute -> snapshot
+    shadow: set = field(default_factory=set)  # names read through the class
+    keys: tuple = ()  # the submodule names
+
+    def watch(self, mod: nn.Module) -> None:
+        self.keys = tuple(mod._modules)
+
+    def ok(self, mod: nn.Module) -> bool:
+        return self.why(mod) is None
+
+    def why(self, mod: nn.Module) -> str | None:
+        where = self.label or "the module"
+        if tuple(mod._modules) != self.keys:
+            return (
+                f"the submodules of {where} changed from {list(self.keys)} to {list(mod._modules)}"
+            )
+        d = mod.__dict__
+        for k in self.shadow:
+            if k in d:
+                return f"{_join(self.label, k)} was set on the instance (traced: the class's)"
+        for k, s in self.reads.items():
+            r = diff(s, d.get(k, _MISSING), _join(self.label, k) if self.label else f"self.{k}")
+            if r is not None:
+                return r
+        return None
+
+
+class TreeGuard:
+    """The fast path for every module of a trace and the classes whose
+    attributes it read: while no module's ``__dict__`` or ``_modules`` and no
+    class dict has moved (one C-level pass over their version tags), the
+    modules are the ones traced, with the state traced, and each
+    ``ModuleGuard`` is skipped. Else each is checked, then ``refresh`` records
+    the modules found. A layer of torch.nn with no submodules never looks at
+    its children: its ``_modules`` is not watched."""
+
+    __slots__ = ("classes", "dicts", "leaf", "versions")
+
+    def __init__(self, modules: list, classes: list):
+        self.leaf = [
+            type(m).__module__.startswith("torch.nn.modules.") and not m._modules for m in modules
+        ]
+        self.classes = classes
+        self.refresh(*modules)
+
+    def fast(self) -> bool:
+        return list(map(dict_version, self.dicts)) == self.versions
+
+    def refresh(self, *mods: nn.Module) -> None:
+        dicts = []
+        for mod, leaf in zip(mods, self.leaf):
+            dicts.append(mod.__dict__)
+            if not leaf:
+                dicts.append(mod._modules)
+        for c in self.classes:
+            c.refresh()
+            dicts.append(c.dict)
+        self.dicts = dicts
+        self.versions = list(map(dict_version, dicts))
+
+
+class GlobalsGuard:
+    """The globals and closure variables the traced function itself reads
+    (``scale = 2.0; f = symshape.jit(lambda x: x * scale)``): the names its
+    code (and the lambdas and comprehensions inside it) loads, found in its
+    module's globals, and its closure cells. Fast path: the globals dict's
+    version, the cells' contents by identity, each object's own state guard."""
+
+    __slots__ = ("cells", "globals", "label", "names", "objects", "version")
+
+    def __init__(self, fn: types.FunctionType):
+        self.label = getattr(fn, "__qualname__", "fn")
+        self.globals = fn.__globals__
+        names = sorted(n for n in _code_names(fn.__code__) if n in self.globals)
+        self.names = {n: snapshot(self.globals[n]) for n in names}
+        self.cells = []
+        for n, c in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            try:
+                self.cells.append((n, c, c.cell_contents, snapshot(c.cell_contents)))
+            except ValueError:  # an empty cell (a name assigned later)
+                continue
+        values = [self.globals[n] for n in names] + [v for _, _, v, _ in self.cells]
+        self.objects = [
+            ObjectGuard(v, "") for v in values if is_plain_object(v) or type(v) in (list, dict, set)
+        ]
+        self.version = dict_version(self.globals)
+
+    def __bool__(self) -> bool:
+        return bool(self.names or self.cells)
+
+    def settle(self) -> None:
+        """After the trace: a global or cell the traced call itself changed (a
+        list it appended to, a counter it rebound) is a side effect of tracing,
+        made once (as with ``jax.jit``), not a read to guard."""
+        for n in list(self.names):
+            if diff(self.names[n], self.globals.get(n, _MISSING), n) is not None:
+                del self.names[n]
+        kept = []
+        for cell in self.cells:
+            try:
+                now = cell[1].cell_contents
+            except ValueError:
+                continue
+            if diff(cell[3], now, cell[0]) is None:
+                kept.append(cell)
+        self.cells = kept
+        live = {id(self.globals[n]) for n in self.names} | {id(v) for _, _, v, _ in self.cells}
+        self.objects = [g for g in self.objects if id(g.value) in live and g(g.value)]
+        self.version = dict_version(self.globals)
+
+    def __call__(self) -> bool:
+        if (
+            dict_version(self.globals) == self.version
+            and all(c.cell_contents is v for _, c, v, _ in self.cells)
+            and all(g(g.root) for g in self.objects)
+        ):
+            return True
+        if self.why() is None:
+            self.version = dict_version(self.globals)
+            return True
+        return False
+
+    def why(self) -> str | None:
+        for n, s in self.names.items():
+            r = diff(s, self.globals.get(n, _MISSING), f"global {n}")
+            if r is not None:
+                return r
+        for n, c, _, s in self.cells:
+            try:
+                now = c.cell_contents
+            except ValueError:
+                now = _MISSING
+            r = diff(s, now, f"closure variable {n}")
+            if r is not None:
+                return r
+        return None
+
+
+def _code_names(code) -> set:
+    out = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            out |= _code_names(c)
+    return out
+
+
+class HookGuard:
+    """Hooks of the modules a trace ran, and the global module hooks. A hook
+    registered anywhere takes a new ``RemovableHandle.next_id``; a hook removed
+    changes the version of a dict that held one. Either sends the check to
+    compare every hook dict with what was traced."""
+
+    __slots__ = ("dicts", "full", "next_id", "snaps")
+
+    def __init__(self, dicts: list):
+        self.dicts = dicts  # (label, hook dict)
+        self.snaps = [(label, d, tuple(d.items())) for label, d in self.dicts]
+        self.full = [(d, dict_version(d)) for _, d in self.dicts if d]
+        self.next_id = RemovableHandle.next_id
+
+    def __call__(self) -> bool:
+        if RemovableHandle.next_id == self.next_id and all(
+            dict_version(d) == v for d, v in self.full
+        ):
+            return True
+        if self.why() is None:
+            self.next_id = RemovableHandle.next_id
+            self.full = [(d, dict_version(d)) for _, d in self.dicts if d]
+            return True
+        return False
+
+    def why(self) -> str | None:
+        for label, d, items in self.snaps:
+            now = tuple(d.items())
+            if len(now) != len(items) or any(
+                a[0] != b[0] or a[1] is not b[1] for a, b in zip(now, items)
+            ):
+                return f"{label} changed: {len(items)} hooks when traced, {len(now)} now"
+        return None
+
+
+def hook_dicts(label: str, obj) -> list:
+    """``(label, dict)`` of each hook dict of a module (or, for ``None``, the
+    global module hooks of ``register_module_forward_hook`` and friends)."""
+    if obj is None:
+        import torch.nn.modules.module as M
+
+        names = [("_global" + n, getattr(M, "_global" + n, None)) for n in HOOK_DICTS]
+        return [(f"torch.nn.modules.module.{n}", d) for n, d in names if isinstance(d, dict)]
+    out = []
+    for n in HOOK_DICTS:
+        d = obj.__dict__.get(n)
+        if isinstance(d, dict):
+            out.append((_join(label or "self", n), d))
+    return out
+
+
+def _join(a: str, b: str) -> str:
+    return f"{a}.{b}" if a else b
+
+
+__all__ = [
+    "ClassGuard",
+    "GlobalsGuard",
+    "HookGuard",
+    "ModuleGuard",
+    "ObjectGuard",
+    "TreeGuard",
+    "diff",
+    "holds",
+    "hook_dicts",
+    "is_plain_object",
+    "snapshot",
+]

@@ -1,0 +1,108 @@
+"""``x.is_leaf``, ``x.grad_fn``, ``x.grad`` and ``x.is_inference()`` read by traced code.
+
+A tensor input of a jit trace answers from the real tensor and the prologue
+checks the answer on every call (``symshape/jit/input_autograd.py``, reached
+through ``TensorProxy._ss_input``); ``p.grad`` is then the real gradient, an
+input of the trace. A tensor made in the trace answers as eager would: it is
+a leaf unless it needs a gradient, has a ``grad_fn`` exactly then, and no
+``.grad`` (eager accumulates none into a non-leaf, and none exists yet for a
+leaf the call creates). A tensor captured from a closure answers ``is_leaf``
+and ``grad_fn`` from the real tensor; its ``.grad``, which each backward
+replaces, is refused where it could exist.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from symshape.ops.registry import OpDef, attribute, define
+from symshape.sym.source import user_location
+from symshape.trace.errors import TracingError
+from symshape.trace.proxy import TensorProxy
+
+
+class TracedGradFn:
+    """The ``grad_fn`` of a tensor made in the trace that needs a gradient:
+    not None, as eager's; its backward is the trace's."""
+
+    def __init__(self, var: str):
+        self.var = var
+
+    def name(self) -> str:
+        return f"symshape trace ({self.var})"
+
+    def __repr__(self) -> str:
+        return f"<TracedGradFn of {self.var}>"
+
+
+def _input(ctx, t):
+    ctx.meta(t)  # the prologue fetches an input whose attributes were read
+    return getattr(t, "_ss_input", None)
+
+
+def _captured(ctx, t):
+    """The real tensor captured from a closure, if ``t`` is one (or its proxy)."""
+    if not isinstance(t, TensorProxy):
+        return t
+    real = ctx.constants.get(t._ss_var.name)
+    return real if isinstance(real, torch.Tensor) else None
+
+
+def _is_leaf(ctx, op, t):
+    src = _input(ctx, t)
+    if src is not None:
+        return src.is_leaf()
+    real = _captured(ctx, t)
+    return real.is_leaf if real is not None else ctx.is_leaf(t)
+
+
+def _grad_fn(ctx, op, t):
+    src = _input(ctx, t)
+    if src is not None:
+        return src.grad_fn()
+    real = _captured(ctx, t)
+    if real is not None:
+        return real.grad_fn
+    return None if ctx.is_leaf(t) else TracedGradFn(t._ss_var.name)
+
+
+def _grad(ctx, op, t):
+    src = _input(ctx, t)
+    if src is not None:
+        return src.grad()
+    real = _captured(ctx, t)
+    if real is not None and (real.requires_grad or real.grad is not None):
+        where = user_location()
+        raise TracingError(
+            f"`.grad` of a tensor captured from a closure ({tuple(real.shape)}, "
+            f"{real.dtype}) is read while tracing: a trace reads a captured tensor by "
+            "reference, and each backward replaces its gradient, so later calls would "
+            "use the gradient of the traced call. Fix: pass the tensor to the "
+            "jit-compiled function as an argument (symshape.jit(step)(params, lr)), so "
+            "its .grad is read on every call." + (f"\n  at {where.describe()}" if where else "")
+        )
+    return None
+
+
+def _is_inference(ctx, op, t):
+    src = _input(ctx, t)
+    if src is not None:
+        return src.is_inference()
+    real = _captured(ctx, t)
+    if real is not None:
+        return real.is_inference()
+    where = user_location()
+    raise TracingError(
+        "`is_inference()` of a tensor made in the trace is not tracked by symshape (it "
+        "depends on the inference mode each op and each view it came from ran under). "
+        "Fix: ask it of an input of the jit-compiled function, or outside the function."
+        + (f"\n  at {where.describe()}" if where else "")
+    )
+
+
+for _name, _rule in (("is_leaf", _is_leaf), ("grad_fn", _grad_fn), ("grad", _grad)):
+    define(OpDef(f"get_{_name}", f"torch.Tensor.{_name}", None, _rule), [attribute(_name)])
+define(
+    OpDef("is_inference", "torch.Tensor.is_inference", None, _is_inference),
+    [torch._C.TensorBase.is_inference],
+)

@@ -1,0 +1,188 @@
+"""Python side effects made while a trace is recorded.
+
+A trace replaces the whole Python call: ``print``, ``logging``, Python's
+``random`` and appends of plain values to outer lists run once, while tracing,
+and never when a later call runs the trace (as with ``jax.jit``). That is the
+accepted behaviour, but silent: ``print`` and ``random.*`` called while
+tracing warn once per trace, naming the user's line::
+
+    f = symshape.jit(fn, dynamic=True)
+    f(x)   # TraceTimeSideEffectWarning: `print` at model.py:12 in fn runs only
+           # while symshape traces fn ...
+
+While any trace is recorded, ``builtins.print`` and the functions of the
+``random`` module are wrappers; a wrapper warns only on the thread that
+traces (a thread-local stack of traces), and calls the original everywhere.
+The originals are restored when the last trace ends, even on error. Code
+that bound ``from random import randint`` before tracing is not seen.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import random
+import threading
+import warnings
+
+import torch
+
+from symshape.sym.source import user_location
+
+
+class TraceTimeSideEffectWarning(UserWarning):
+    """``print`` or Python's ``random`` ran while symshape traced: it runs at
+    trace time only, not on the calls the trace serves."""
+
+
+# random's module-level functions (bound methods of its hidden Random instance)
+_RANDOM = (
+    "random", "randint", "randrange", "choice", "choices", "shuffle", "sample", "uniform",
+    "triangular", "gauss", "normalvariate", "lognormvariate", "expovariate", "vonmisesvariate",
+    "gammavariate", "betavariate", "paretovariate", "weibullvariate", "binomialvariate",
+    "getrandbits", "randbytes", "seed",
+)  # fmt: skip
+
+_SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def _symbolic(x) -> bool:
+    """Does a printed value hold a symbolic size or a traced tensor?"""
+    if isinstance(x, (*_SYMBOLIC, torch.Tensor)):
+        return True
+    if type(x) in (tuple, list, torch.Size):
+        return any(_symbolic(y) for y in x)
+    if type(x) is dict:
+        return any(_symbolic(y) for y in x.values())
+    return False
+
+
+class _Trace:
+    """One trace being recorded on this thread: what it warned about."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.warned: set[str] = set()
+
+    def saw(self, what: str, message) -> None:
+        if what in self.warned:
+            return
+        self.warned.add(what)
+        where = user_location()
+        text = message(f"at {where}" if where else "in the traced code", self.name)
+        if where is None:
+            warnings.warn(text, TraceTimeSideEffectWarning, stacklevel=3)
+        else:
+            warnings.warn_explicit(text, TraceTimeSideEffectWarning, where.filename, where.lineno)
+
+
+def _print_message(prints_sizes: bool):
+    size = (
+        "It prints a symbolic size or traced tensor: "
+        if prints_sizes
+        else "If it prints a size (print(x.shape), f'{n}'), "
+    )
+
+    def message(where: str, name: str) -> str:
+        return (
+            f"`print` {where} runs only while symshape traces {name}: calls served by the "
+            "trace print nothing (as with jax.jit). "
+            + size
+            + "formatting a symbolic size makes it static, so the trace is specialized to "
+            "that value and every new size traces again (a tensor prints as its traced "
+            "placeholder, not its values). Fix: print outside the jit-compiled function "
+            "(its inputs or outputs), skip it while tracing with `if not "
+            "torch.compiler.is_compiling(): print(...)`, or log lazily "
+            "(log.debug('%s', x.shape) formats only when that level is enabled)."
+        )
+
+    return message
+
+
+def _random_message(fn: str):
+    def message(where: str, name: str) -> str:
+        return (
+            f"`random.{fn}` {where} runs only while symshape traces {name}: the trace keeps "
+            "the value drawn then, and every call it serves reuses it (as with jax.jit). "
+            "Fix: draw with torch (torch.rand, torch.randint, torch.randperm), which the "
+            "trace records and draws again on every call, or draw outside the "
+            "jit-compiled function and pass the value as an argument."
+        )
+
+    return message
+
+
+class _Patches:
+    """``print`` and ``random.*`` wrapped while any thread records a trace."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.depth = 0
+        self.originals: dict = {}
+        self.tls = threading.local()
+
+    def current(self) -> _Trace | None:
+        stack = getattr(self.tls, "stack", None)
+        return stack[-1] if stack else None
+
+    def push(self, trace: _Trace) -> None:
+        self.tls.__dict__.setdefault("stack", []).append(trace)
+        with self.lock:
+            self.depth += 1
+            if self.depth == 1:
+                self._install()
+
+    def pop(self) -> None:
+        self.tls.stack.pop()
+        with self.lock:
+            self.depth -= 1
+            if self.depth == 0:
+                for (mod, name), fn in self.originals.items():
+                    setattr(mod, name, fn)
+                self.originals.clear()
+
+    def _install(self) -> None:
+        original = builtins.print
+        self.originals[(builtins, "print")] = original
+
+        def print(*args, **kwargs):
+            t = self.current()
+            if t is not None:
+                t.saw("print", _print_message(_symbolic(args)))
+            return original(*args, **kwargs)
+
+        builtins.print = print
+        for name in _RANDOM:
+            fn = getattr(random, name, None)
+            if fn is not None:
+                self.originals[(random, name)] = fn
+                setattr(random, name, self._wrap_random(name, fn))
+
+    def _wrap_random(self, name: str, fn):
+        def draw(*args, **kwargs):
+            t = self.current()
+            if t is not None:
+                t.saw("random", _random_message(name))
+            return fn(*args, **kwargs)
+
+        draw.__name__ = draw.__qualname__ = name
+        draw.__doc__ = fn.__doc__
+        draw.__wrapped__ = fn
+        return draw
+
+
+_patches = _Patches()
+
+
+@contextlib.contextmanager
+def side_effects(name: str):
+    """While tracing ``name`` on this thread, warn once per kind (``print``,
+    ``random``) for side effects that run at trace time only."""
+    _patches.push(_Trace(name))
+    try:
+        yield
+    finally:
+        _patches.pop()
+
+
+__all__ = ["TraceTimeSideEffectWarning", "side_effects"]

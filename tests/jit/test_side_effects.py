@@ -1,0 +1,143 @@
+"""Python side effects at trace time: ``print`` and Python's ``random`` run only
+while symshape traces (as with jax.jit), and each warns once per trace naming
+the user's line. Other threads never see the interception."""
+
+import builtins
+import inspect
+import random
+import threading
+import warnings
+
+import pytest
+import torch
+from harness import assert_same
+
+import symshape
+from symshape import TraceTimeSideEffectWarning
+
+
+def _line_of(fn, text: str) -> int:
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+def _recorded(call):
+    with warnings.catch_warnings(record=True) as ws:
+        warnings.simplefilter("always")
+        out = call()
+    return out, [w for w in ws if issubclass(w.category, TraceTimeSideEffectWarning)]
+
+
+def test_print_runs_at_trace_time_only_and_warns_once_per_trace(capsys):
+    def fn(x):
+        print("tracing", x.dtype)
+        print("again")  # the same trace: no second warning
+        return x * 2
+
+    jf = symshape.jit(fn, dynamic=False)
+    x = torch.randn(3)
+    got, ws = _recorded(lambda: jf(x))
+    assert_same(got, fn(x))
+    assert capsys.readouterr().out == "tracing torch.float32\nagain\n" * 2  # jit, then eager
+    assert len(ws) == 1
+    assert ws[0].filename == __file__ and ws[0].lineno == _line_of(fn, 'print("tracing"')
+    assert "test_side_effects.py" in str(ws[0].message) and "`print`" in str(ws[0].message)
+
+    for _ in range(3):  # served by the trace: nothing printed, no warning
+        got, ws = _recorded(lambda: jf(x))
+        assert_same(got, x * 2)
+        assert ws == []
+    assert capsys.readouterr().out == ""
+
+    got, ws = _recorded(lambda: jf(torch.randn(5)))  # a new trace: prints and warns again
+    assert capsys.readouterr().out == "tracing torch.float32\nagain\n"
+    assert len(ws) == 1 and jf.stats.compiles == 2
+
+
+def test_printing_a_dynamic_size_warns_that_it_specializes(capsys):
+    def fn(x):
+        print(x.shape)
+        return x.sum(0)
+
+    jf = symshape.jit(fn, dynamic=True)
+    counts = []
+    for n in (3, 4, 3):
+        x = torch.randn(n, 2)
+        got, ws = _recorded(lambda x=x: jf(x))
+        assert_same(got, x.sum(0))
+        counts.append(len(ws))
+    assert counts == [1, 1, 0]  # each trace warns once; the cached call does not
+    assert capsys.readouterr().out == "torch.Size([3, 2])\ntorch.Size([4, 2])\n"
+    (w,) = _recorded(lambda: symshape.jit(fn, dynamic=True)(torch.randn(6, 2)))[1]
+    text = str(w.message)
+    assert "static" in text and "specialized" in text
+    assert "outside the jit-compiled function" in text and "is_compiling()" in text
+    assert jf.stats.compiles == 2  # not silent: the recompile names the print's line
+    assert f"test_side_effects.py:{_line_of(fn, 'print(x.shape)')}" in jf.stats.recompile_reasons[0]
+
+
+def test_python_random_is_drawn_at_trace_time_and_warns():
+    def fn(x):
+        a = random.random()
+        b = random.randint(1, 100)  # the same trace: one warning for both
+        return x * a + b
+
+    jf = symshape.jit(fn)
+    x = torch.randn(4)
+    random.seed(7)
+    want = fn(x)
+    random.seed(7)
+    got, ws = _recorded(lambda: jf(x))
+    assert_same(got, want)  # the trace-time draw is eager's draw
+    assert len(ws) == 1 and ws[0].lineno == _line_of(fn, "random.random()")
+    text = str(ws[0].message)
+    assert "`random.random`" in text and "torch.rand" in text
+    again, ws = _recorded(lambda: jf(x))
+    assert_same(again, got) and ws == []  # the trace reuses the value drawn while tracing
+
+
+def test_other_threads_are_not_intercepted(capsys):
+    seen = []
+
+    def other():
+        print("from another thread")
+        seen.append(random.random())
+
+    def fn(x):
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()  # prints and draws while this thread records the trace
+        return x + 1
+
+    got, ws = _recorded(lambda: symshape.jit(fn)(torch.ones(2)))
+    assert_same(got, torch.ones(2) + 1)
+    assert ws == [] and len(seen) == 1
+    assert capsys.readouterr().out == "from another thread\n"
+
+
+def test_print_and_random_are_restored_after_a_trace_that_fails():
+    originals = builtins.print, random.random, random.randint
+
+    def fn(x):
+        assert builtins.print is not originals[0]  # wrapped while tracing
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        symshape.jit(fn)(torch.ones(2))
+    assert (builtins.print, random.random, random.randint) == originals
+
+
+def test_the_advised_fix_skips_the_print_while_tracing(capsys):
+    def fn(x):
+        if not torch.compiler.is_compiling():
+            print(x.shape)  # eager prints; the trace neither prints nor specializes
+        return x.sum(0)
+
+    jf = symshape.jit(fn, dynamic=True)
+    for n in (3, 4, 5):
+        x = torch.randn(n, 2)
+        got, ws = _recorded(lambda x=x: jf(x))
+        assert_same(got, fn(x))
+        assert ws == []
+    assert capsys.readouterr().out == "".join(f"torch.Size([{n}, 2])\n" for n in (3, 4, 5))
+    assert jf.stats.compiles == 1
