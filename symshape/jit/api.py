@@ -74,6 +74,9 @@ class TraceEntry:
         self.run = traced.run
         self.spec = traced.out_spec
         self.writes = traced.writes  # (submodule path, attribute, value) stored after each call
+        tree = traced.prologue.tree
+        # after its own writes, the module tree is still the one the prologue accepted
+        self.rebase = tree.rebase if tree is not None and self.writes else None
 
     @property
     def guards(self) -> list[str]:
@@ -179,6 +182,7 @@ class JitFunction:
                 out = e.run(*r)
                 if e.writes:
                     _write(m, e.writes)
+                    e.rebase()
                 return out if e.spec is None else unflatten(out, e.spec)
         return _MISS
 

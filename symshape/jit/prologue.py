@@ -84,6 +84,7 @@ class Prologue:
     checks: list
     explain_fn: object
     first_fn: object = None  # for the call traced: its own writes may fail state checks
+    tree: object = None  # the TreeGuard of its modules, if any
 
     def __str__(self) -> str:
         return self.source
@@ -116,6 +117,7 @@ class Builder:
     objects: list = field(default_factory=list)  # (ObjectGuard, value): argument objects
     roots: list = field(default_factory=list)  # modules passed in (or held by an argument)
     root_srcs: list = field(default_factory=list)  # (source, module): modules passed in
+    tree: object = None  # the TreeGuard, once emit_modules made it
 
     # -- low-level ------------------------------------------------------------------
     def local(self, hint: str) -> str:
@@ -460,7 +462,12 @@ class Builder:
         return mod
 
     def emit_modules(
-        self, used: set, attr_reads: list, class_reads: list = (), read_objects: dict | None = None
+        self,
+        used: set,
+        attr_reads: list,
+        class_reads: list = (),
+        read_objects: dict | None = None,
+        modules_read: set = frozenset(),
     ) -> None:
         """Emit, for every module the trace walked, its fetch and a check of its
         Python state (attributes read, submodule names, no instance attribute
@@ -489,8 +496,17 @@ class Builder:
             if owner not in classes:
                 classes[owner] = ClassGuard(owner)
         mods = list(self.module_of.values())
+        read = []  # (ObjectGuard, value, where) of objects read off modules
+        for value, where in objects.values():
+            guard = (read_objects or {}).get(id(value)) or ObjectGuard(value, where)
+            guard.label = where
+            read.append((guard, value, where))
         if mods:
-            tree = self.const(TreeGuard(mods, list(classes.values())), "_tree")
+            tree_guard = TreeGuard(
+                mods, list(classes.values()), [g for g, _, _ in read], modules_read
+            )
+            tree = self.const(tree_guard, "_tree")
+            self.tree = tree_guard
             same = "".join(f" and {src} is {self.const(r, '_root')}" for src, r in self.root_srcs)
             self.lines.append(f"_fast = {tree}.fast(){same}")
         for mid, mod in self.module_of.items():
@@ -514,13 +530,15 @@ class Builder:
                 self.fail(
                     f"{src_t} is not {other}", f"{label} is the same tensor as {other} (tied)", None
                 )
-        for value, where in objects.values():
-            guard = (read_objects or {}).get(id(value)) or ObjectGuard(value, where)
-            guard.label = where
+        for guard, value, where in read:
             og = self.const(guard, "_state")
             obj = self.const(value, "_o")
+            skip = "" if guard.lists else "not _fast and "  # a list has no version tag
             self.fail(
-                f"not {og}({obj})", f"{where} is as when traced", f"{og}.why({obj})", kind="state"
+                f"{skip}not {og}({obj})",
+                f"{where} is as when traced",
+                f"{og}.why({obj})",
+                kind="state",
             )
         for cls, cg in classes.items():
             c = self.const(cg, "_cstate")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import enum
 import gc
+import logging
 import math
 import types
 from dataclasses import dataclass, field
@@ -58,6 +59,7 @@ _IDENTITY = (
     staticmethod,
     classmethod,
 )
+log = logging.getLogger("symshape")
 _BUDGET = 4000  # snapshot nodes per guarded value; past it, identity only
 _MISSING = object()
 
@@ -86,6 +88,7 @@ class Seq:
     type: type
     items: list
     obj: object = None  # the list itself (lists have no version tag: compared each call)
+    scalars: tuple | None = None  # (values, types) when every item is an exact scalar
 
 
 @dataclass(slots=True)
@@ -169,6 +172,8 @@ def snapshot(v, budget: _Budget | None = None):
     if t in (list, tuple) or (isinstance(v, tuple) and hasattr(v, "_fields")):
         b.seen.add(id(v))
         s = Seq(t, [snapshot(x, b) for x in v], v)
+        if t is list:
+            s.scalars = _scalars(s.items)
         b.seen.discard(id(v))
         return s
     if isinstance(v, dict):
@@ -265,6 +270,29 @@ def flat(s, dicts: list, lists: list) -> None:
                 flat(a, dicts, lists)
 
 
+def _same_list(s, o) -> bool:
+    """A list (or a scalar root) still matches its snapshot: a list of scalars
+    by two C-level tuple comparisons (values, then exact types)."""
+    if type(s) is Seq and s.scalars is not None and type(o) is list:
+        values, kinds = s.scalars
+        return tuple(o) == values and tuple(map(type, o)) == kinds
+    return diff(s, o, "") is None
+
+
+def _scalars(items: list):
+    """``(values, types)`` of snapshots of scalars that ``==`` compares exactly
+    (ints, strings, bools, None, floats other than zeros and NaN), else None."""
+    vals = []
+    for a in items:
+        x = a.value if type(a) is Value else None
+        if type(a) is not Value or type(x) not in (int, str, bool, float, type(None)):
+            return None
+        if type(x) is float and (x == 0 or x != x):  # == ignores the sign of zero
+            return None
+        vals.append(x)
+    return tuple(vals), tuple(type(x) for x in vals)
+
+
 def _instance_dict(v):
     try:  # past a class's own __getattribute__ (transformers' configs define one)
         return object.__getattribute__(v, "__dict__")
@@ -353,7 +381,7 @@ class ObjectGuard:
         if (
             v is self.root
             and list(map(dict_version, self.dicts)) == self.versions
-            and all(diff(s, o, "") is None for s, o in self.lists)
+            and all(_same_list(s, o) for s, o in self.lists)
         ):
             return True
         if diff(self.snap, v, self.label) is None:
@@ -483,22 +511,41 @@ class TreeGuard:
     class dict has moved (one C-level pass over their version tags), the
     modules are the ones traced, with the state traced, and each
     ``ModuleGuard`` is skipped. Else each is checked, then ``refresh`` records
-    the modules found. A layer of torch.nn with no submodules never looks at
-    its children: its ``_modules`` is not watched."""
+    the modules found. A module with no submodules whose code never read its
+    ``_modules`` (``children()``, iteration) has them unwatched: a submodule
+    added later changes nothing it computes."""
 
-    __slots__ = ("classes", "dicts", "leaf", "versions")
+    __slots__ = ("classes", "compiled", "dicts", "leaf", "objects", "static", "versions")
 
-    def __init__(self, modules: list, classes: list):
-        self.leaf = [
-            type(m).__module__.startswith("torch.nn.modules.") and not m._modules for m in modules
-        ]
+    def __init__(self, modules: list, classes: list, objects: list = (), looked=frozenset()):
+        self.leaf = [not m._modules and id(m) not in looked for m in modules]
         self.classes = classes
+        self.objects = list(objects)  # ObjectGuards of objects read off the modules
+        self.static = True  # False once the jit writes the trace's own values each call
         self.refresh(*modules)
 
     def fast(self) -> bool:
-        return list(map(dict_version, self.dicts)) == self.versions
+        c = self.compiled
+        if c is not None:
+            return c.check(_NO_LOCALS)
+        ok = list(map(dict_version, self.dicts)) == self.versions
+        if ok and self.static:
+            # every tag is as expected now: the C++ check of torch's guard trees,
+            # which holds the tags it sees, costs half the Python pass
+            c = compiled_version_check(self.dicts)
+            if list(map(dict_version, self.dicts)) == self.versions:  # nothing moved meanwhile
+                self.compiled = c
+        return ok
+
+    def rebase(self) -> None:
+        """After the jit stored the trace's own writes on the modules (a call it
+        served): the module dicts' new versions are the accepted state."""
+        self.static, self.compiled = False, None
+        n = len(self.dicts) - sum(len(g.dicts) for g in self.objects)
+        self.versions[:n] = map(dict_version, self.dicts[:n])
 
     def refresh(self, *mods: nn.Module) -> None:
+        self.compiled = None
         dicts = []
         for mod, leaf in zip(mods, self.leaf):
             dicts.append(mod.__dict__)
@@ -507,8 +554,35 @@ class TreeGuard:
         for c in self.classes:
             c.refresh()
             dicts.append(c.dict)
+        versions = list(map(dict_version, dicts))
+        for g in self.objects:  # the versions each matched at, not the ones now
+            dicts.extend(g.dicts)
+            versions.extend(g.versions)
         self.dicts = dicts
-        self.versions = list(map(dict_version, dicts))
+        self.versions = versions
+
+
+_NO_LOCALS: dict = {}
+
+
+def compiled_version_check(dicts: list):
+    """A ``torch._C._dynamo.guards.RootGuardManager`` whose ``check({})`` is
+    True while each dict keeps its current version tag; None where this torch
+    lacks that (internal) API, and the Python pass is used instead."""
+    try:
+        from torch._dynamo.guards import GuardManagerType
+
+        holder = {f"d{i}": d for i, d in enumerate(dicts)}
+        root = torch._C._dynamo.guards.RootGuardManager()
+        kind = GuardManagerType.GUARD_MANAGER
+        table = root.globals_dict_manager(holder, "dicts", holder, kind)
+        for k, d in holder.items():
+            m = table.dict_getitem_manager(k, f"dicts[{k!r}]", d, kind)
+            m.add_dict_version_guard(d, [f"version of {k}"], None)
+        return root if root.check(_NO_LOCALS) else None
+    except (AttributeError, ImportError, RuntimeError, TypeError) as e:
+        log.debug("symshape: no C++ dict-version check (%s); using the Python one", e)
+        return None
 
 
 class GlobalsGuard:

@@ -168,9 +168,12 @@ def _trace_once(
     reads: list = []
     class_reads: list = []  # (module, class, attribute): found on a class of the module
     read_objects: dict = {}  # id -> ObjectGuard of an object or container read off a module
+    modules_read: set = set()  # ids of modules whose `_modules` the code read
     writes: dict = {}  # (id(module), attribute) -> [module, attribute, old value, new value]
 
     def record(mod, attr, value):
+        if attr == "_modules":  # the code looks at its submodules (children(), iteration)
+            modules_read.add(id(mod))
         if (id(mod), attr) in writes or attr in SKIPPED:
             return  # the trace's own value, written every call (below); or a slot
         reads.append((mod, attr, value))
@@ -244,7 +247,7 @@ def _trace_once(
     trace.lint()
 
     # -- the prologue: module fetches, constants, guards, declared ranges -------------
-    b.emit_modules(used | ctx.touched, reads, class_reads, read_objects)
+    b.emit_modules(used | ctx.touched, reads, class_reads, read_objects, modules_read)
     for cname, value in ctx.constants.items():
         b.globals[cname] = value
     b.emit_tensor_checks(used | ctx.touched, ctx.constants)
@@ -284,7 +287,7 @@ def _trace_once(
     # served by the prologue less the checks of Python state (which those writes may fail)
     state = {k for k, c in enumerate(b.checks) if c.kind == "state"}
     first = compile_source(_without(src, state), "prologue", b.globals, f"prologue {name}")
-    prologue = Prologue(src, pro, b.checks, explain, first if state else pro)
+    prologue = Prologue(src, pro, b.checks, explain, first if state else pro, b.tree)
     run = compile_trace(trace)
     backward = None
     if grad is not None:

@@ -497,3 +497,31 @@ def test_class_of_a_traced_module_is_its_own():
     m = Own()
     x = _x(3)
     assert_same(symshape.jit(m)(x), m(x))
+
+
+class IteratesChildren(nn.Module):
+    def forward(self, x):
+        for c in self.children():
+            x = c(x)
+        return x + 1
+
+
+def test_empty_module_that_iterates_its_children_gets_one():
+    m = IteratesChildren()
+    jm = symshape.jit(m)
+    x = _x(2, 3)
+    assert_same(jm(x), m(x))
+    m.add_module("lin", nn.Linear(3, 3))
+    assert_same(jm(x), m(x))
+    assert jm.stats.compiles == 2
+
+
+def test_replaced_submodule_state_is_checked():
+    m = nn.Sequential(nn.Linear(3, 3), nn.Dropout(0.5))
+    m.eval()
+    jm = symshape.jit(m)
+    x = _x(4, 3)
+    assert_same(jm(x), m(x))
+    m[1] = nn.Dropout(0.5)  # same type, in training mode
+    out = jm(x)
+    assert jm.stats.compiles == 2 and (out == 0).any()
