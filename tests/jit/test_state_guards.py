@@ -525,3 +525,24 @@ def test_replaced_submodule_state_is_checked():
     m[1] = nn.Dropout(0.5)  # same type, in training mode
     out = jm(x)
     assert jm.stats.compiles == 2 and (out == 0).any()
+
+
+def test_gpt2_config_output_hidden_states_changed_after_tracing():
+    from tests.models import zoo
+
+    model = zoo.CASES["gpt2"].build()
+    jm = symshape.jit(model)
+    ids = torch.randint(0, zoo.VOCAB, (2, 5))
+    with torch.no_grad():
+        assert jm(input_ids=ids).hidden_states is None
+        model.config.output_hidden_states = True
+        try:
+            got, want = jm(input_ids=ids), model(input_ids=ids)
+        finally:
+            model.config.output_hidden_states = False
+    assert got.hidden_states is not None and len(got.hidden_states) == len(want.hidden_states)
+    for a, b in zip(got.hidden_states, want.hidden_states):
+        torch.testing.assert_close(a, b)
+    assert (
+        "config.output_hidden_states changed from False to True" in jm.stats.recompile_reasons[-1]
+    )
