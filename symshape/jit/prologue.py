@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import torch
 from torch import nn
+from torch.utils.hooks import RemovableHandle
 
 from symshape.ir import TensorMeta, Var
 from symshape.jit.input_autograd import InputAutograd
@@ -556,7 +557,15 @@ class Builder:
             for mid, (_, _, label, _) in self.module_locals.items():
                 dicts += hook_dicts(label, self.module_of[mid])
             h = self.const(HookGuard(dicts), "_hooks")
-            self.fail(f"not {h}()", "the module hooks are those traced", f"{h}.why()", kind="state")
+            rh = self.const(RemovableHandle, "_Handle")
+            # a hook registered anywhere takes a new handle id: only then, or when a hook
+            # traced may have been removed, are the hook dicts compared
+            self.fail(
+                f"({rh}.next_id != {h}.next_id or {h}.full) and not {h}()",
+                "the module hooks are those traced",
+                f"{h}.why()",
+                kind="state",
+            )
 
     def emit_tensor_checks(self, used: set, constants: dict) -> None:
         """One TensorGuards check for every tensor the prologue fetched, then the

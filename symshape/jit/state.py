@@ -565,6 +565,22 @@ class TreeGuard:
 _NO_LOCALS: dict = {}
 
 
+def global_state_change(guard, grad: bool, dtype) -> str:
+    """In words, what of torch's global state differs from when traced."""
+    out = []
+    for what in guard.reason().split() or ["torch's global state"]:
+        if what == "grad_mode":
+            now = torch.is_grad_enabled()
+            out.append(f"grad mode is {'on' if now else 'off'} (traced {'on' if grad else 'off'})")
+        elif what == "default_dtype":
+            out.append(f"the default dtype is {torch.get_default_dtype()} (traced {dtype})")
+        elif what.startswith("autocast"):
+            out.append(f"{what} (symshape does not trace autocast regions)")
+        else:
+            out.append(f"{what.replace('_', ' ')} changed")
+    return "; ".join(out)
+
+
 def compiled_version_check(dicts: list):
     """A ``torch._C._dynamo.guards.RootGuardManager`` whose ``check({})`` is
     True while each dict keeps its current version tag; None where this torch
@@ -733,6 +749,7 @@ __all__ = [
     "ObjectGuard",
     "TreeGuard",
     "diff",
+    "global_state_change",
     "holds",
     "hook_dicts",
     "is_plain_object",

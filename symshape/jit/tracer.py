@@ -17,7 +17,15 @@ from symshape.ir import Node, OpRef, Trace, Var, compile_source, compile_trace, 
 from symshape.ir.printer import fmt
 from symshape.jit import outputs
 from symshape.jit.prologue import Builder, Prologue
-from symshape.jit.state import SKIPPED, GlobalsGuard, ObjectGuard, holds, is_plain_object, snapshot
+from symshape.jit.state import (
+    SKIPPED,
+    GlobalsGuard,
+    ObjectGuard,
+    global_state_change,
+    holds,
+    is_plain_object,
+    snapshot,
+)
 from symshape.ops import grad_mode, lookup
 from symshape.sym import expr as E
 from symshape.trace.compiling import compiling
@@ -129,29 +137,23 @@ def _trace_once(
     if module is not None:
         b.module(module, "m", "")
     grad = torch.is_grad_enabled()
+    # torch's global state that changes results, in one C++ check: grad mode, the default
+    # dtype, autocast (a call under it is never served: its lower precision is not in the
+    # trace, and tracing under it is refused in trace/mode.py), deterministic algorithms,
+    # TF32 and reduced-precision flags, torch-function state, threads
+    gs = b.const(GlobalStateGuard(), "_global_state")
     b.fail(
-        f"torch.is_grad_enabled() is not {grad}",
-        f"grad mode is {'on' if grad else 'off'}",
-        "torch.is_grad_enabled()",
+        f"not {gs}.check()",
+        "torch's global state is as when traced",
+        f"_global_state_change({gs}, {grad}, {fmt(torch.get_default_dtype())})",
+        kind="state",
     )
-    inference = torch.is_inference_mode_enabled()
+    b.globals["_global_state_change"] = global_state_change
+    inference = torch.is_inference_mode_enabled()  # not told apart from no_grad above
     b.fail(
         f"torch.is_inference_mode_enabled() is not {inference}",
         f"inference mode is {'on' if inference else 'off'}",
         "torch.is_inference_mode_enabled()",
-    )
-    ddt = torch.get_default_dtype()
-    b.fail(
-        f"torch.get_default_dtype() is not {fmt(ddt)}",
-        f"the default dtype is {ddt}",
-        "torch.get_default_dtype()",
-    )
-    # under autocast eager computes in lower precision; no trace records that, so a call
-    # under autocast is never served (and tracing under it is refused: trace/mode.py)
-    b.fail(
-        "torch._C._is_any_autocast_enabled()",
-        "autocast is off (symshape does not trace autocast regions)",
-        "torch._C._is_any_autocast_enabled()",
     )
     gg = GlobalsGuard(fn) if module is None and isinstance(fn, types.FunctionType) else None
     if gg:  # snapshot before the call; settled after it
@@ -159,10 +161,6 @@ def _trace_once(
         b.fail(
             f"not {gn}()", "the globals it reads are as when traced", f"{gn}.why()", kind="state"
         )
-    # the rest of torch's global state that changes results, in one C++ check:
-    # deterministic algorithms, TF32 and reduced-precision flags, torch-function state...
-    gs = b.const(GlobalStateGuard(), "_global_state")
-    b.fail(f"not {gs}.check()", "torch's global state is as when traced", f"{gs}.reason()")
     ctx.grad_at_start = grad
 
     reads: list = []
