@@ -1,6 +1,6 @@
 """transformers models through symshape.jit, against eager, side by side.
 
-    python benchmarks/models.py [--quick] [--models gpt2,resnet]
+    python benchmarks/models.py [--quick] [--models gpt2,resnet] [--guards]
 
 For each model of tests/models/zoo.py (tiny configs, random weights; text
 models change batch and sequence length, vision models batch and image size)
@@ -102,13 +102,48 @@ def train_row(name: str) -> dict:
     )
 
 
+def _fastest(fn, n: int, rounds: int) -> float:
+    best = float("inf")
+    for _ in range(rounds):
+        t = time.perf_counter()
+        for _ in range(n):
+            fn()
+        best = min(best, (time.perf_counter() - t) / n * 1e6)
+    return best
+
+
+def guard_cost(names: list[str]) -> None:
+    """The prologue alone (input and Python-state checks) and the whole steady
+    call, at the first call's shape: the fastest of several rounds, as the
+    differences are smaller than this machine's noise."""
+    print("\n| model | prologue us | steady call us | eager us |")
+    print("|---|---|---|---|")
+    for name in names:
+        case = CASES[name]
+        model = case.build()
+        kwargs = case.calls()[0]
+        jm = symshape.jit(model, dynamic=True)
+        with torch.no_grad():
+            jm(**kwargs)
+            jm(**kwargs)
+            check = jm.traces()[-1].check
+            pro = _fastest(lambda c=check, m=model, k=kwargs: c(m, (), k), 3000, 7)
+            call = _fastest(lambda f=jm, k=kwargs: f(**k), 100, 5)
+            eager = _fastest(lambda f=model, k=kwargs: f(**k), 100, 5)
+        print(f"| {name} | {pro:.1f} | {call:.0f} | {eager:.0f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="shorter steady-state timing")
     ap.add_argument("--models", default=",".join(CASES), help="comma-separated names")
+    ap.add_argument("--guards", action="store_true", help="only the prologue and call costs")
     a = ap.parse_args()
     torch.set_num_threads(1)
     names = [n for n in a.models.split(",") if n]
+    if a.guards:
+        guard_cost(names)
+        return
     budget = 0.05 if a.quick else 0.3
     rows = [eval_row(n, budget) for n in names]
     print("10 eval calls of changing shape per model (tests/models/zoo.py), torch.no_grad()\n")
