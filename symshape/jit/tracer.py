@@ -350,10 +350,23 @@ def _autograd(ctx, trace: Trace, output, out_spec, name: str) -> _Grad | None:
     diff_out = [i for i, v in enumerate(leaves) if _requires_grad(v)]
     if not diff_out:
         return None
+    # an in-place update under no_grad (an optimizer step) of a tensor no op under grad
+    # mode reads, and no output is, cannot change a gradient: as in eager, it is allowed
+    grad_on, differentiated = True, {id(v) for v in leaves}
     for n in trace.nodes:
+        if n.op is grad_mode.SET_GRAD:
+            grad_on = bool(n.args[0])
+        elif grad_on:
+            differentiated.update(id(v) for v in n.inputs())
+    grad_on = True
+    for n in trace.nodes:
+        if n.op is grad_mode.SET_GRAD:
+            grad_on = bool(n.args[0])
         if n.extra.get("effect") or getattr(n.op, "effect", False):
             mutated = getattr(n.op, "extra", {}).get("mutates")  # argument positions it writes
             for v in n.inputs() if mutated is None else iter_vars([n.args[i] for i in mutated]):
+                if not grad_on and id(v) not in differentiated:
+                    continue
                 if _requires_grad(v):
                     where = n.where.describe() if hasattr(n.where, "describe") else n.where
                     raise TracingError(

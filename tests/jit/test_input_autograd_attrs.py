@@ -232,3 +232,45 @@ def test_is_inference_of_inputs_as_eager():
     assert jf.stats.compiles == 2
     with pytest.raises(symshape.TracingError, match="is_inference"):
         symshape.jit(lambda x: (x * 2).is_inference())(torch.randn(3))
+
+
+def _step_then_loss(w, b, x, lr):
+    y = (x @ b).tanh()
+    with torch.no_grad():  # an optimizer step on a tensor the loss does not read
+        if w.grad is not None:
+            w.sub_(lr * w.grad)
+    return y.sum()
+
+
+def test_no_grad_step_inside_a_function_that_returns_a_loss():
+    runs = []
+    for fn in (_step_then_loss, symshape.jit(_step_then_loss)):
+        torch.manual_seed(0)
+        w = torch.randn(3, requires_grad=True)
+        b = torch.randn(3, 2, requires_grad=True)
+        seen = []
+        for i in range(3):
+            loss = fn(w, b, torch.randn(4 + i, 3), 0.1)
+            loss.backward()
+            seen.append((loss.detach(), w.detach().clone(), w.grad, b.grad.clone()))
+            if i == 0:
+                assert w.grad is None  # w is not in the graph: backward leaves its grad alone
+                w.grad = torch.ones(3)
+        runs.append(seen)
+    for (la, wa, ga, ba), (lb, wb, gb, bb) in zip(*runs):
+        torch.testing.assert_close(la, lb)
+        torch.testing.assert_close(wa, wb)
+        torch.testing.assert_close(ba, bb)
+        assert (ga is None) == (gb is None)
+
+
+def test_no_grad_update_of_a_tensor_the_loss_reads_is_still_refused():
+    def f(w, x):
+        y = (x * w).sum()
+        with torch.no_grad():
+            w.sub_(0.1)
+        return y
+
+    w = torch.randn(3, requires_grad=True)
+    with pytest.raises(symshape.TracingError, match="in place"):
+        symshape.jit(f)(w, torch.randn(3))
