@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import threading
 from collections.abc import Iterator
 
 import torch
 import torch.compiler
+
+from symshape.trace.patching import Patches
 
 # (module, function): a library's check that keeps eager's answer while tracing, and why
 EAGER_ANSWER = (
@@ -47,45 +48,18 @@ EAGER_ANSWER = (
 )
 
 
-class _Compiling:
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.traces = 0  # traces in progress, all threads together
-        self.original = None
-        self.replaced: list = []  # (module, name, function it replaced)
-        self.tls = threading.local()  # .depth: traces in progress on this thread
-
-    def here(self) -> bool:
-        return getattr(self.tls, "depth", 0) > 0
-
-    def enter(self) -> None:
-        self.tls.depth = getattr(self.tls, "depth", 0) + 1
-        with self.lock:
-            self.traces += 1
-            if self.traces == 1:
-                self.original = torch.compiler.is_compiling
-                torch.compiler.is_compiling = _answer(self.original, self)
-                for name, attr in EAGER_ANSWER:
-                    mod = sys.modules.get(name)
-                    if mod is not None and hasattr(mod, attr):
-                        self.replaced.append((mod, attr, getattr(mod, attr)))
-                        setattr(mod, attr, _eager(self.original))
-
-    def exit(self) -> None:
-        self.tls.depth -= 1
-        with self.lock:
-            self.traces -= 1
-            if self.traces == 0:
-                torch.compiler.is_compiling = self.original
-                for mod, attr, fn in self.replaced:
-                    setattr(mod, attr, fn)
-                self.replaced.clear()
-                self.original = None
+def _install(patches: Patches) -> None:
+    original = torch.compiler.is_compiling
+    patches.replace(torch.compiler, "is_compiling", _answer(original, patches))
+    for name, attr in EAGER_ANSWER:
+        mod = sys.modules.get(name)
+        if mod is not None and hasattr(mod, attr):
+            patches.replace(mod, attr, _eager(original))
 
 
-def _answer(original, state: _Compiling):
+def _answer(original, patches: Patches):
     def is_compiling() -> bool:
-        return state.here() or original()
+        return patches.current() is not None or original()
 
     is_compiling.__doc__ = original.__doc__
     is_compiling.__module__ = original.__module__
@@ -100,14 +74,14 @@ def _eager(original):
     return is_compiling
 
 
-_state = _Compiling()
+_state = Patches(_install)
 
 
 @contextlib.contextmanager
 def compiling() -> Iterator[None]:
     """``torch.compiler.is_compiling()`` is ``True`` on this thread inside the block."""
-    _state.enter()
+    _state.push(True)
     try:
         yield
     finally:
-        _state.exit()
+        _state.pop()

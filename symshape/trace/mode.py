@@ -14,7 +14,6 @@ a trace is recorded on this thread they are routed to their rules too
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 import torch
@@ -24,6 +23,7 @@ from torch.overrides import TorchFunctionMode
 
 from symshape.sym.source import user_location
 from symshape.trace.errors import TracingError, UnsupportedOpError
+from symshape.trace.patching import Patches
 
 
 def op_name(func) -> str:
@@ -86,46 +86,22 @@ PYTHON_LEVEL = tuple(
 ) + ((torch._C, "_InferenceMode"), (torch, "is_inference_mode_enabled"))
 
 
-class _Routing:
-    """Swaps ``PYTHON_LEVEL`` functions for routers while any trace is recorded;
-    a router sends the call to the innermost TracingMode of its own thread."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.depth = 0
-        self.originals: dict = {}
-        self.tls = threading.local()
-
-    def push(self, mode: TracingMode) -> None:
-        stack = self.tls.__dict__.setdefault("stack", [])
-        stack.append(mode)
-        with self.lock:
-            self.depth += 1
-            if self.depth == 1:
-                for mod, name in PYTHON_LEVEL:
-                    fn = getattr(mod, name)
-                    self.originals[(mod, name)] = fn
-                    setattr(mod, name, _router(fn, self.tls))
-                apply = Function.__dict__["apply"]
-                self.originals[(Function, "apply")] = apply
-                Function.apply = classmethod(_custom_function(apply.__func__, self.tls))
-
-    def pop(self) -> None:
-        self.tls.stack.pop()
-        with self.lock:
-            self.depth -= 1
-            if self.depth == 0:
-                for (mod, name), fn in self.originals.items():
-                    setattr(mod, name, fn)
-                self.originals.clear()
+def _route_python_level(patches: Patches) -> None:
+    """Swap ``PYTHON_LEVEL`` functions for routers that send a call to the
+    innermost TracingMode of their own thread."""
+    for mod, name in PYTHON_LEVEL:
+        patches.replace(mod, name, _router(getattr(mod, name), patches))
+    apply = Function.__dict__["apply"]
+    patches.replace(
+        Function, "apply", classmethod(_custom_function(apply.__func__, patches)), apply
+    )
 
 
-def _router(fn: Callable, tls) -> Callable:
+def _router(fn: Callable, patches: Patches) -> Callable:
     def route(*args, **kwargs):
-        stack = getattr(tls, "stack", None)
-        if not stack:
+        mode = patches.current()
+        if mode is None:
             return fn(*args, **kwargs)  # another thread, not tracing
-        mode = stack[-1]
         f, op = fn, None
         while op is None and f is not None:  # torch may wrap these (torch._disable_dynamo)
             op = mode.lookup(f)
@@ -140,15 +116,15 @@ def _router(fn: Callable, tls) -> Callable:
     return route
 
 
-def _custom_function(apply: Callable, tls) -> Callable:
+def _custom_function(apply: Callable, patches: Patches) -> Callable:
     """``torch.autograd.Function.apply`` while tracing: the forward's ops are traced
     as usual, but a custom backward cannot be, and differentiating the forward's
     ops instead would silently give another gradient. Refused where one is needed."""
 
     def route(cls, *args, **kwargs):
-        stack = getattr(tls, "stack", None)
-        if stack and torch.is_grad_enabled():
-            ctx = stack[-1].ctx
+        mode = patches.current()
+        if mode is not None and torch.is_grad_enabled():
+            ctx = mode.ctx
             needs = [
                 a
                 for a in (*args, *kwargs.values())
@@ -169,4 +145,4 @@ def _custom_function(apply: Callable, tls) -> Callable:
     return route
 
 
-_routing = _Routing()
+_routing = Patches(_route_python_level)

@@ -22,12 +22,12 @@ from __future__ import annotations
 import builtins
 import contextlib
 import random
-import threading
 import warnings
 
 import torch
 
 from symshape.sym.source import user_location
+from symshape.trace.patching import Patches
 
 
 class TraceTimeSideEffectWarning(UserWarning):
@@ -112,66 +112,37 @@ def _random_message(fn: str):
     return message
 
 
-class _Patches:
+def _install(patches: Patches) -> None:
     """``print`` and ``random.*`` wrapped while any thread records a trace."""
+    original = builtins.print
 
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.depth = 0
-        self.originals: dict = {}
-        self.tls = threading.local()
+    def print(*args, **kwargs):
+        t = patches.current()
+        if t is not None:
+            t.saw("print", _print_message(_symbolic(args)))
+        return original(*args, **kwargs)
 
-    def current(self) -> _Trace | None:
-        stack = getattr(self.tls, "stack", None)
-        return stack[-1] if stack else None
-
-    def push(self, trace: _Trace) -> None:
-        self.tls.__dict__.setdefault("stack", []).append(trace)
-        with self.lock:
-            self.depth += 1
-            if self.depth == 1:
-                self._install()
-
-    def pop(self) -> None:
-        self.tls.stack.pop()
-        with self.lock:
-            self.depth -= 1
-            if self.depth == 0:
-                for (mod, name), fn in self.originals.items():
-                    setattr(mod, name, fn)
-                self.originals.clear()
-
-    def _install(self) -> None:
-        original = builtins.print
-        self.originals[(builtins, "print")] = original
-
-        def print(*args, **kwargs):
-            t = self.current()
-            if t is not None:
-                t.saw("print", _print_message(_symbolic(args)))
-            return original(*args, **kwargs)
-
-        builtins.print = print
-        for name in _RANDOM:
-            fn = getattr(random, name, None)
-            if fn is not None:
-                self.originals[(random, name)] = fn
-                setattr(random, name, self._wrap_random(name, fn))
-
-    def _wrap_random(self, name: str, fn):
-        def draw(*args, **kwargs):
-            t = self.current()
-            if t is not None:
-                t.saw("random", _random_message(name))
-            return fn(*args, **kwargs)
-
-        draw.__name__ = draw.__qualname__ = name
-        draw.__doc__ = fn.__doc__
-        draw.__wrapped__ = fn
-        return draw
+    patches.replace(builtins, "print", print)
+    for name in _RANDOM:
+        fn = getattr(random, name, None)
+        if fn is not None:
+            patches.replace(random, name, _wrap_random(patches, name, fn))
 
 
-_patches = _Patches()
+def _wrap_random(patches: Patches, name: str, fn):
+    def draw(*args, **kwargs):
+        t = patches.current()
+        if t is not None:
+            t.saw("random", _random_message(name))
+        return fn(*args, **kwargs)
+
+    draw.__name__ = draw.__qualname__ = name
+    draw.__doc__ = fn.__doc__
+    draw.__wrapped__ = fn
+    return draw
+
+
+_patches = Patches(_install)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,57 @@
+"""Functions replaced while any thread records a trace.
+
+Some Python-level functions must answer differently while symshape traces
+(``torch.manual_seed`` routed to its rule, ``print`` warning, ``torch.compiler.
+is_compiling`` answering True), but only on the thread that traces. A
+``Patches`` installs its replacements when the first trace on any thread
+starts and restores the originals when the last one ends, even on error; each
+thread keeps a stack of what it traces, which the replacements read::
+
+    patches = Patches(install)           # install(patches) calls patches.replace(...)
+    patches.push(mode)                   # this thread now traces `mode`
+    patches.current()                    # `mode` here, None on other threads
+    patches.pop()
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+_ABSENT = object()
+
+
+class Patches:
+    def __init__(self, install: Callable[[Patches], None]):
+        self._install = install
+        self._lock = threading.Lock()
+        self._depth = 0  # traces in progress, all threads together
+        self._originals: dict = {}  # (owner, name) -> what was there
+        self._tls = threading.local()
+
+    def current(self):
+        """The innermost trace of this thread, or None."""
+        stack = getattr(self._tls, "stack", None)
+        return stack[-1] if stack else None
+
+    def push(self, item) -> None:
+        self._tls.__dict__.setdefault("stack", []).append(item)
+        with self._lock:
+            self._depth += 1
+            if self._depth == 1:
+                self._install(self)
+
+    def pop(self) -> None:
+        self._tls.stack.pop()
+        with self._lock:
+            self._depth -= 1
+            if self._depth == 0:
+                for (owner, name), old in reversed(list(self._originals.items())):
+                    setattr(owner, name, old)
+                self._originals.clear()
+
+    def replace(self, owner, name: str, new, original=_ABSENT) -> None:
+        """Set ``owner.name = new`` until the last trace ends (``original``: what
+        to put back, when it is not ``getattr(owner, name)``, e.g. a raw classmethod)."""
+        self._originals[(owner, name)] = getattr(owner, name) if original is _ABSENT else original
+        setattr(owner, name, new)
