@@ -433,9 +433,6 @@ class ClassGuard:
         self.version = dict_version(self.dict)
 
 
-_class_guards: dict[type, tuple] = {}
-
-
 def class_guards(t: type) -> tuple:
     """A ClassGuard for each class of ``t``'s MRO defined outside builtins and torch.nn."""
     out = []

@@ -161,7 +161,6 @@ def _trace_once(
         b.fail(
             f"not {gn}()", "the globals it reads are as when traced", f"{gn}.why()", kind="state"
         )
-    ctx.grad_at_start = grad
 
     reads: list = []
     class_reads: list = []  # (module, class, attribute): found on a class of the module

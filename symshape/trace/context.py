@@ -63,7 +63,6 @@ class TraceContext:
         self._emitted_asserts = 0
         self.symbol_inputs: list | None = None  # set: unknown symbols become inputs
         self.where_override = None  # a backward records the forward op's line
-        self.grad_at_start = True  # grad mode when the traced call began (jit/tracer.py)
         self.touched: set[int] = set()  # ids of Vars whose tensor metadata was read
         self.observed_layout = False
         # id(Var) -> the input's TensorMeta, for contiguous() results whose strides
