@@ -55,7 +55,7 @@ _COMPLEX_EXACT_NAMES = frozenset({
     "real", "imag", "view_as_real", "view_as_complex", "conj", "conj_physical", "resolve_conj",
     "complex", "polar", "to", "type_as",
 })  # fmt: skip
-_COMPLEX_EXACT_MODULES = ("symshape.ops.views", "symshape.ops.views_extra", "symshape.ops.fft")
+_COMPLEX_EXACT_MODULES = ("symshape.ops.views", "symshape.ops.view_variants", "symshape.ops.fft")
 
 
 def _complex(n) -> bool:

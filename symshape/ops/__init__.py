@@ -13,8 +13,8 @@ from symshape.ops.registry import BY_NAME, OpDef, lookup, register, supported_op
 FAMILIES = (
     "elementwise", "metadata", "casts", "factories", "reductions", "linalg", "views",
     "indexing", "joins", "sorting", "datadep", "nn", "dropout", "conv", "pooling", "resize", "losses",
-    "random", "special", "views_extra", "fft", "linalg_extra", "linalg_misc",
-    "scans_extra", "indexing_extra", "nn_extra", "factories_extra", "rnn",
+    "random", "special", "view_variants", "fft", "decompositions", "products",
+    "scans", "index_scatter", "nn_functional", "shape_factories", "rnn",
     "grad_mode", "autograd_attrs",
     "views_inplace",
 )  # fmt: skip
@@ -22,8 +22,8 @@ GRADIENTS = (
     "elementwise_vjp", "casts_vjp", "factories_vjp", "reductions_vjp", "linalg_vjp",
     "views_vjp", "indexing_vjp", "joins_vjp", "datadep_vjp", "nn_vjp", "conv_vjp",
     "pooling_vjp", "resize_vjp", "losses_vjp", "random_vjp",
-    "special_vjp", "views_extra_vjp", "fft_vjp", "linalg_extra_vjp",
-    "scans_extra_vjp", "indexing_extra_vjp", "nn_extra_vjp", "factories_extra_vjp", "rnn_vjp",
+    "special_vjp", "view_variants_vjp", "fft_vjp", "decompositions_vjp",
+    "scans_vjp", "index_scatter_vjp", "nn_functional_vjp", "shape_factories_vjp", "rnn_vjp",
 )  # fmt: skip
 for _module in FAMILIES + GRADIENTS:
     importlib.import_module(f"symshape.ops.{_module}")

@@ -1,4 +1,4 @@
-"""Gradients of ``nn_extra.py``. The batch-norm kernels (which update their
+"""Gradients of ``nn_functional.py``. The batch-norm kernels (which update their
 running statistics in place, so cannot be run again) use eager's backward
 kernel ``native_batch_norm_backward`` on the statistics the forward saved;
 the losses, pools and samplers get eager's own values when the backward runs
@@ -11,7 +11,7 @@ import torch
 
 from symshape.ops.eager_grad import eager_vjp
 from symshape.ops.grad import needs, vjp
-from symshape.ops.nn_extra import LOSSES
+from symshape.ops.nn_functional import LOSSES
 
 
 def _bn_backward(ctx, grads, outs, input, weight, running_mean, running_var, training, eps):

@@ -1,4 +1,4 @@
-"""Gradients of ``scans_extra.py``: ``cummax``/``cummin`` send each gradient
+"""Gradients of ``scans.py``: ``cummax``/``cummin`` send each gradient
 to the index that won, the rest get eager's own values when the backward
 runs (``eager_grad.py``); histograms and searches have none."""
 

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 
 from symshape.ops._compose import python_body
 from symshape.ops._helpers import broadcast_shapes, norm_dim, result_type
-from symshape.ops.linalg_extra import without_grad
+from symshape.ops.decompositions import without_grad
 from symshape.ops.pooling import window_count
 from symshape.ops.registry import register
 from symshape.sym import expr as E

@@ -1,4 +1,4 @@
-"""Gradients of ``indexing_extra.py``. ``index_copy`` passes the gradient
+"""Gradients of ``index_scatter.py``. ``index_copy`` passes the gradient
 around the written slots and reads it back at them; the reductions
 (``index_reduce``, ``scatter_reduce``: ties, ``prod`` with zeros, ``mean``
 counts) and the masked and flat writes get eager's own values when the

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 
 from symshape.ops._compose import composite
 from symshape.ops._helpers import broadcast_shapes, norm_dim, norm_dims, reduced_shape, result_type
-from symshape.ops.linalg_extra import matrix, real_of
+from symshape.ops.decompositions import matrix, real_of
 from symshape.ops.registry import register, tensor_method
 from symshape.ops.views import decide, show
 from symshape.sym import expr as E

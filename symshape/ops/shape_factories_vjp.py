@@ -1,4 +1,4 @@
-"""Gradients of ``factories_extra.py``: padding crops the gradient back
+"""Gradients of ``shape_factories.py``: padding crops the gradient back
 (``constant_pad_nd`` with the pads negated), ``fill`` passes none to its
 input and the sum to a tensor value; ``combinations`` gathers back with eager's
 own values when the backward runs."""

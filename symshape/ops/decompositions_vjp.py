@@ -1,4 +1,4 @@
-"""Gradients of ``linalg_extra.py`` and ``linalg_misc.py``.
+"""Gradients of ``decompositions.py`` and ``products.py``.
 
 The inverse, determinants and triangular/general solves have their
 formulas (derivatives.yaml) written on proxies; decompositions whose
@@ -48,7 +48,7 @@ def _solve_triangular(ctx, grads, outs, A, B, *, upper, left=True, unitriangular
 
 
 eager_vjp(
-    # linalg_extra.py
+    # decompositions.py
     "matrix_exp", "matrix_power", "linalg_det", "logdet", "linalg_slogdet", "slogdet",
     "linalg_cholesky", "cholesky", "linalg_cholesky_ex", "cholesky_inverse", "cholesky_solve",
     "linalg_solve", "linalg_solve_ex", "triangular_solve", "linalg_lu_factor",
@@ -56,7 +56,7 @@ eager_vjp(
     "linalg_qr", "qr", "linalg_householder_product", "ormqr", "linalg_eigh", "linalg_eigvalsh",
     "linalg_eig", "linalg_eigvals", "linalg_svd", "svd", "linalg_svdvals", "linalg_pinv",
     "pinverse", "linalg_lstsq",
-    # linalg_misc.py
+    # products.py
     "linalg_matrix_norm", "linalg_norm", "linalg_cond", "linalg_cross", "cross", "linalg_vecdot",
     "vdot", "tensordot", "linalg_multi_dot", "linalg_tensorinv", "linalg_tensorsolve", "cdist",
     "pdist", "pairwise_distance", "cosine_similarity", "dist", "bilinear", "addbmm", "addr",

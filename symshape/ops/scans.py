@@ -151,7 +151,7 @@ def histogramdd_flat(input, bins, **kwargs):
     return (hist, *edges)
 
 
-@register("histogramdd", "symshape.ops.scans_extra.histogramdd_flat", torch.histogramdd)
+@register("histogramdd", "symshape.ops.scans.histogramdd_flat", torch.histogramdd)
 def histogramdd(ctx, op, input, bins=10, range=None, weight=None, density=False):
     m = ctx.meta(input)
     dims = m.shape[-1]

@@ -1,4 +1,4 @@
-"""Gradients of ``views_extra.py``'s ops with nodes of their own (composites
+"""Gradients of ``view_variants.py``'s ops with nodes of their own (composites
 need none: their parts have gradients).
 
 A diagonal's gradient is written back into zeros (eager's
