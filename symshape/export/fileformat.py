@@ -9,8 +9,9 @@
 docs/export-format.md documents every field. Loading parses JSON, checks the
 format, the version and the checksum, then rebuilds everything through fixed
 tables and the op registry: nothing from the file is evaluated as code, no
-module is imported, no pickle is read. Tensors are raw little-endian bytes in
-base64 with dtype, shape and strides.
+pickle is read, and no package is imported that the process has not imported
+(output classes are found by module and name among those: structure.py).
+Tensors are raw little-endian bytes in base64 with dtype, shape and strides.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import json
 import sys
 
 import torch
-import torch.utils._pytree as pytree
 
 import symshape
 from symshape.export.program import ExportedProgram
@@ -42,6 +42,7 @@ from symshape.export.serialize import (
     enc_value,
 )
 from symshape.export.signature import DimSig, Signature, SizeSpec, TensorSig
+from symshape.export.structure import dec_spec, enc_spec
 
 FORMAT = "symshape.ExportedProgram"
 VERSION = 1
@@ -71,7 +72,7 @@ def save(ep: ExportedProgram, path) -> None:
         "computation": enc_trace(c),
         "backward": None if ep.backward is None else enc_trace(ep.backward),
         "autograd": ep.autograd,
-        "outputs": _enc_spec(ep.out_spec),
+        "outputs": enc_spec(ep.out_spec),
         "params": {name: ref(t) for name, t in ep.params.items()},
         "constants": {
             "computation": {k: ref(_tensor(k, v)) for k, v in c.constants.items()},
@@ -194,7 +195,7 @@ def _dec_program(p: dict) -> ExportedProgram:
     autograd = _dec_autograd(p["autograd"], backward, computation)
     name = check_text(p["name"], "name")
     return ExportedProgram(
-        name, sig, sources, computation, params, _dec_spec(p["outputs"]), backward, autograd
+        name, sig, sources, computation, params, dec_spec(p["outputs"]), backward, autograd
     )
 
 
@@ -410,61 +411,6 @@ def _dec_signature(j: dict) -> Signature:
     if j["default_dtype"] not in DTYPES or len(labels) != len(args):
         raise FormatError("signature: malformed default dtype or argument labels")
     return Signature(args, labels, kwargs, tensors, dims, DTYPES[j["default_dtype"]], guards)
-
-
-# -- the output structure ------------------------------------------------------------------------
-
-
-def _enc_spec(spec):
-    if spec is None:
-        return None
-    kind = spec[0]
-    if kind == "leaf":
-        return ["leaf"]
-    if kind is tuple or kind is list:
-        return [kind.__name__, [_enc_spec(c) for c in spec[1]]]
-    if kind is dict:
-        return ["dict", [enc_value(k) for k in spec[1]], [_enc_spec(c) for c in spec[2]]]
-    if kind == "pytree":
-        ser = pytree.SUPPORTED_SERIALIZED_TYPES.get(spec[1])
-        if ser is None or ser.serialized_type_name is None:
-            raise SaveError(f"cannot save outputs of type {spec[1].__name__}: no serialized name")
-        return [
-            "pytree",
-            ser.serialized_type_name,
-            enc_value(spec[2]),
-            [_enc_spec(c) for c in spec[3]],
-        ]
-    if kind == "const":
-        return ["const", enc_value(spec[1])]
-    raise SaveError(
-        f"cannot save outputs of type {getattr(spec[1], '__name__', kind)}: return tensors, "
-        "tuples, lists, dicts or registered pytree nodes (e.g. transformers' ModelOutput)"
-    )
-
-
-def _dec_spec(j):
-    if j is None:
-        return None
-    kind = j[0]
-    if kind == "leaf":
-        return ("leaf",)
-    if kind in ("tuple", "list"):
-        return ({"tuple": tuple, "list": list}[kind], [_dec_spec(c) for c in j[1]])
-    if kind == "dict":
-        keys = [dec_value(k, _no_vars, "outputs") for k in j[1]]
-        return (dict, keys, [_dec_spec(c) for c in j[2]])
-    if kind == "pytree":
-        t = pytree.SERIALIZED_TYPE_TO_PYTHON_TYPE.get(j[1])
-        if t is None or t not in pytree.SUPPORTED_NODES:
-            raise FormatError(
-                f"outputs: the output type {j[1]!r} is not registered in this process; import "
-                "the library that defines it before symshape.load"
-            )
-        return ("pytree", t, dec_value(j[2], _no_vars, "outputs"), [_dec_spec(c) for c in j[3]])
-    if kind == "const":
-        return ("const", dec_value(j[1], _no_vars, "outputs"))
-    raise FormatError(f"outputs: unknown structure {kind!r}")
 
 
 __all__ = ["FORMAT", "VERSION", "load", "save"]
