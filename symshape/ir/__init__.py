@@ -4,7 +4,18 @@ Imports torch only for dtype/device constants."""
 
 from symshape.ir.codegen import compile_source, compile_trace
 from symshape.ir.interpreter import interpret
-from symshape.ir.node import ASSERT, CONST, SYM, Node, OpRef, TensorMeta, Var, iter_vars, map_vars
+from symshape.ir.node import (
+    ASSERT,
+    CONST,
+    SYM,
+    GeneratorMeta,
+    Node,
+    OpRef,
+    TensorMeta,
+    Var,
+    iter_vars,
+    map_vars,
+)
 from symshape.ir.passes import cse, dce
 from symshape.ir.printer import fmt, python_source
 from symshape.ir.runtime import RuntimeAssertionError
@@ -14,6 +25,7 @@ __all__ = [
     "ASSERT",
     "CONST",
     "SYM",
+    "GeneratorMeta",
     "Node",
     "OpRef",
     "RuntimeAssertionError",

@@ -72,6 +72,26 @@ class TensorMeta:
         return dataclasses.replace(self, **changes)
 
 
+@dataclass(frozen=True, slots=True)
+class GeneratorMeta:
+    """What a trace knows about a ``torch.Generator`` input: its device, and how
+    many bytes its ``get_state()`` tensor has (fixed by the generator's kind).
+
+    A random op that draws from it names its Var as the ``generator`` keyword,
+    exactly as eager code passes the object::
+
+        def computation(x, s0, g):
+            # g: Generator cpu
+            t0 = _randn((s0, 4), generator=g)  # f32[s0, 4]
+    """
+
+    device: torch.device
+    state_size: int = 0
+
+    def __str__(self) -> str:
+        return f"Generator {self.device}"
+
+
 @dataclass(eq=False, slots=True)
 class Var:
     """An SSA name. Compared by identity; ``meta`` annotates it for printing."""

@@ -15,12 +15,18 @@ def has_effect(n: Node) -> bool:
     return n.op is ASSERT or bool(getattr(n.op, "effect", False)) or n.extra.get("effect", False)
 
 
+def draws(n: Node) -> bool:
+    """Does the node draw random numbers (advancing a generator's state)?"""
+    return bool(getattr(n.op, "random", False))
+
+
 def dce(trace: Trace) -> Trace:
-    """Drop nodes whose outputs nobody reads (keeping effects)."""
+    """Drop nodes whose outputs nobody reads (keeping effects and random draws)."""
     live = {id(v) for v in iter_vars(trace.output)}
     kept: list[Node] = []
     for n in reversed(trace.nodes):
-        if has_effect(n) or any(id(v) in live for v in n.outputs):
+        # a draw nobody reads still advances its generator, as in eager
+        if has_effect(n) or draws(n) or any(id(v) in live for v in n.outputs):
             kept.append(n)
             live.update(id(v) for v in n.inputs())
     kept.reverse()

@@ -241,3 +241,35 @@ def default_float() -> torch.dtype:
 
 def meta(ctx, shape, dtype, device, strides=None) -> TensorMeta:
     return TensorMeta(tuple(shape), dtype, torch.device(device), False, strides)
+
+
+# -- generators -------------------------------------------------------------------------------
+
+
+def _is_default_generator(g) -> bool:
+    if g is torch.default_generator:
+        return True
+    return torch.cuda.is_initialized() and any(g is d for d in torch.cuda.default_generators)
+
+
+def generator_kw(ctx, op, kwargs: dict, device) -> dict:
+    """Pop ``generator=`` from ``kwargs``; the keywords to emit for it. A generator
+    the traced function received is an input of the trace, drawn from on every
+    call; its device must be of the kind the op draws on (``device``), as in
+    eager. The default generator the code names itself is the global one."""
+    g = kwargs.pop("generator", None)
+    if g is None:
+        return {}
+    if not isinstance(g, torch.Generator):
+        raise TypeError(
+            f"{op.name}(): argument 'generator' must be torch.Generator, not {type(g).__name__}"
+        )
+    if _is_default_generator(g):
+        return {}
+    ctx.generator(g)  # refuses a generator that is no input of the trace
+    if device is not None and g.device.type != torch.device(device).type:
+        raise RuntimeError(
+            f"Expected a '{torch.device(device).type}' device type for generator but found "
+            f"'{g.device.type}'"
+        )
+    return {"generator": g}

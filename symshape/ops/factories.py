@@ -20,7 +20,7 @@ import sys
 import torch
 
 from symshape.ir import TensorMeta
-from symshape.ops._helpers import check_nonnegative, is_tensor, sym_tuple
+from symshape.ops._helpers import check_nonnegative, generator_kw, is_tensor, sym_tuple
 from symshape.ops.casts import device_arg, format_strides
 from symshape.ops.inplace import update
 from symshape.ops.registry import register, tensor_method
@@ -42,17 +42,16 @@ def _complex_of(dtype: torch.dtype) -> torch.dtype:
     )
 
 
-def _options(op, options: dict, dtype, device, allowed=_SIZED):
+def _options(op, options: dict, dtype, device, allowed=_SIZED, ctx=None):
     """Split factory keywords into (dtype, device, requires_grad, memory_format,
-    keywords to emit). ``dtype``/``device`` are the defaults."""
+    keywords to emit). ``dtype``/``device`` are the defaults. A random factory
+    (given ``ctx``) also takes ``generator=``: a generator the traced function
+    received, emitted as its Var (``generator_kw``)."""
     for k in options:
         if k == "out":
             raise NotImplementedError(f"{op.name}(out=...) is not supported while tracing")
-        if k == "generator" and options[k] is not None:
-            raise NotImplementedError(
-                f"{op.name}(generator=...) is not supported while tracing; seed the default "
-                "generator instead"
-            )
+        if k == "generator" and options[k] is not None and ctx is None:
+            raise TypeError(f"{op.name}() got an unexpected keyword argument 'generator'")
         if k not in allowed and k != "generator":
             raise TypeError(f"{op.name}() got an unexpected keyword argument '{k}'")
     if options.get("layout") not in (None, torch.strided):
@@ -70,6 +69,8 @@ def _options(op, options: dict, dtype, device, allowed=_SIZED):
     memory_format = options.get("memory_format")
     if memory_format is not None:
         emitted["memory_format"] = memory_format
+    if ctx is not None:
+        emitted |= generator_kw(ctx, op, {"generator": options.get("generator")}, device)
     return dtype, device, requires_grad, memory_format, emitted
 
 
@@ -103,7 +104,12 @@ def _filled(ctx, op, *size, **options):
     shape = _sizes(ctx, size, options)
     allowed = _OPTIONS if op.name == "empty" else _SIZED
     dtype, device, rg, fmt, kw = _options(
-        op, options, torch.get_default_dtype(), _default_device(), allowed
+        op,
+        options,
+        torch.get_default_dtype(),
+        _default_device(),
+        allowed,
+        ctx if op.random else None,
     )
     if op.name in ("rand", "randn") and not (dtype.is_floating_point or dtype.is_complex):
         raise RuntimeError(f'"{op.name}" not implemented for {dtype}')
@@ -154,14 +160,14 @@ def randint(ctx, op, *args, **options):
     if pos:
         raise TypeError("randint() expects (high, size) or (low, high, size)")
     shape = _sizes(ctx, (size,), options)
-    dtype, device, rg, fmt, kw = _options(op, options, torch.int64, _default_device())
+    dtype, device, rg, fmt, kw = _options(op, options, torch.int64, _default_device(), ctx=ctx)
     return ctx.emit(op, (low, high, shape), kw, _meta(ctx, shape, dtype, device, rg, fmt))
 
 
 @register("randperm", "torch.randperm", random=True)
 def randperm(ctx, op, n, **options):
     (size,) = _sizes(ctx, (n,), options)
-    dtype, device, rg, _, kw = _options(op, options, torch.int64, _default_device())
+    dtype, device, rg, _, kw = _options(op, options, torch.int64, _default_device(), ctx=ctx)
     return ctx.emit(op, (size,), kw, _meta(ctx, (size,), dtype, device, rg))
 
 
@@ -386,7 +392,8 @@ def _like(n_extra: int):
         if len(extra) != n_extra and op.name != "randint_like":
             raise TypeError(f"{op.name}() takes {n_extra + 1} positional arguments")
         m = ctx.meta(input)
-        dtype, device, rg, fmt, kw = _options(op, options, m.dtype, m.device, _OPTIONS)
+        gen = ctx if op.random else None
+        dtype, device, rg, fmt, kw = _options(op, options, m.dtype, m.device, _OPTIONS, gen)
         out = _meta(ctx, m.shape, dtype, device, rg, fmt, like=m)
         return ctx.emit(op, (input, *extra), kw, out)
 

@@ -12,6 +12,14 @@ function happens on every call, not once at trace time::
     t1 = _bernoulli(x)                    # f32[s0, s1]
     _set_rng_state(t0)
 
+A ``torch.Generator`` the traced function received is an input of the trace
+(``GeneratorMeta``, trace/generator.py): ops that take ``generator=`` name its Var,
+so every call draws from, and advances, the generator it is given::
+
+    t0 = _randn((s0, 4), generator=g)     # f32[s0, 4]
+    _normal_(t0, generator=g)
+    _generator_manual_seed(g, 7)
+
 Shapes: ``bernoulli`` and the in-place fills keep their input's; ``normal``
 broadcasts its tensor arguments (or takes a size); ``multinomial`` replaces
 the last dimension by ``num_samples``.
@@ -22,7 +30,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from symshape.ops._helpers import broadcast_shapes, device_of, is_tensor, sym_tuple
+from symshape.ops._helpers import broadcast_shapes, device_of, generator_kw, is_tensor, sym_tuple
 from symshape.ops.registry import register, tensor_method
 from symshape.sym import logic as L
 
@@ -51,20 +59,45 @@ def set_rng_state(ctx, op, new_state):
     ctx.emit(op, (new_state,), {}, effect=True)
 
 
+# -- a Generator the traced function received (trace/generator.py) ------------------------------
+
+
+@register("generator_manual_seed", "torch.Generator.manual_seed", effect=True, random=True)
+def generator_manual_seed(ctx, op, g, seed):
+    ctx.sym(seed)  # an int, as eager requires
+    ctx.emit(op, (g, seed), {}, effect=True)
+    return g
+
+
+@register("generator_get_state", "torch.Generator.get_state", random=True)
+def generator_get_state(ctx, op, g):
+    n = ctx.generator_meta(g).state_size
+    return ctx.emit(op, (g,), {}, ctx.out_meta((n,), torch.uint8, torch.device("cpu")))
+
+
+@register("generator_set_state", "torch.Generator.set_state", effect=True, random=True)
+def generator_set_state(ctx, op, g, new_state):
+    m = ctx.meta(new_state)
+    if m.dtype is not torch.uint8 or m.ndim != 1:
+        raise TypeError(
+            f"Generator.set_state expects a 1-d torch.ByteTensor (what get_state() returns), "
+            f"found a {m.dtype} tensor of {m.ndim} dimensions"
+        )
+    ctx.emit(op, (g, new_state), {}, effect=True)
+    return g
+
+
 # -- drawing ---------------------------------------------------------------------------
 
 
 def _no_generator(op, kwargs) -> None:
     if kwargs.pop("generator", None) is not None:
-        raise NotImplementedError(
-            f"{op.name}(generator=...) is not supported while tracing; it would draw from a "
-            "Generator object the trace cannot name. Use the global generator (torch.manual_seed)."
-        )
+        raise TypeError(f"{op.name}() got an unexpected keyword argument 'generator'")
 
 
 def _like_input(ctx, op, input, *args, **kwargs):
-    _no_generator(op, kwargs)
     m = ctx.meta(input)
+    kwargs |= generator_kw(ctx, op, kwargs, m.device)
     if not (m.dtype.is_floating_point or m.dtype.is_complex):
         raise RuntimeError(f"{op.name} expects a floating point input, found {m.dtype}")
     return ctx.emit(op, (input, *args), kwargs, ctx.out_meta(m.shape, m.dtype, m.device))
@@ -74,20 +107,28 @@ register("bernoulli", "torch.bernoulli", tensor_method("bernoulli"), random=True
 
 
 def _fill_(ctx, op, input, *args, **kwargs):
-    _no_generator(op, kwargs)
-    ctx.meta(input)
+    m = ctx.meta(input)
+    kwargs |= generator_kw(ctx, op, kwargs, m.device)
     ctx.emit(op, (input, *args), kwargs, effect=True)
     return input
 
 
-for _n in ("uniform_", "normal_", "cauchy_", "exponential_", "geometric_", "log_normal_"):
+for _n in (
+    "uniform_",
+    "normal_",
+    "cauchy_",
+    "exponential_",
+    "geometric_",
+    "log_normal_",
+    "random_",
+):
     register(_n, f"torch.Tensor.{_n}", effect=True, random=True)(_fill_)
 register("bernoulli_", "torch.Tensor.bernoulli_", effect=True, random=True)(_fill_)
 
 
 @register("normal", "torch.normal", random=True)
 def normal(ctx, op, mean, std=1.0, size=None, **kwargs):
-    _no_generator(op, kwargs)
+    generator = kwargs.pop("generator", None)
     tensors = [t for t in (mean, std) if is_tensor(t)]
     if not tensors:  # normal(float, float, size, dtype=..., ...)
         if size is None:
@@ -95,6 +136,7 @@ def normal(ctx, op, mean, std=1.0, size=None, **kwargs):
         shape = sym_tuple(ctx, (size,))
         dtype = kwargs.get("dtype") or torch.get_default_dtype()
         device = torch.device(kwargs.get("device") or "cpu")
+        kwargs |= generator_kw(ctx, op, {"generator": generator}, device)
         return ctx.emit(op, (mean, std, shape), kwargs, ctx.out_meta(shape, dtype, device))
     if size is not None or kwargs:
         raise TypeError("normal() with a tensor mean or std takes no size or options")
@@ -103,13 +145,17 @@ def normal(ctx, op, mean, std=1.0, size=None, **kwargs):
     for t in tensors:
         if not ctx.meta(t).dtype.is_floating_point:
             raise RuntimeError(f"normal expects floating point tensors, found {ctx.meta(t).dtype}")
-    return ctx.emit(op, (mean, std), {}, ctx.out_meta(shape, dtype, device_of(ctx, *tensors)))
+    device = device_of(ctx, *tensors)
+    kw = generator_kw(ctx, op, {"generator": generator}, device)
+    return ctx.emit(op, (mean, std), kw, ctx.out_meta(shape, dtype, device))
 
 
 @register("multinomial", "torch.multinomial", tensor_method("multinomial"), random=True)
 def multinomial(ctx, op, input, num_samples, replacement=False, **kwargs):
-    _no_generator(op, kwargs)
     m = ctx.meta(input)
+    kw = generator_kw(ctx, op, kwargs, m.device)
+    if kwargs:
+        raise TypeError(f"multinomial() got an unexpected keyword argument '{next(iter(kwargs))}'")
     if m.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     n = ctx.sym(num_samples)
@@ -121,7 +167,7 @@ def multinomial(ctx, op, input, num_samples, replacement=False, **kwargs):
         )
     shape = (*m.shape[:-1], n)
     return ctx.emit(
-        op, (input, num_samples, replacement), {}, ctx.out_meta(shape, torch.int64, m.device)
+        op, (input, num_samples, replacement), kw, ctx.out_meta(shape, torch.int64, m.device)
     )
 
 

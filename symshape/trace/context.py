@@ -519,11 +519,36 @@ class TraceContext:
             return x
         if x is Ellipsis or isinstance(x, complex):
             return x
+        if isinstance(x, torch.Generator):
+            return self.generator(x)
         if isinstance(x, int):
             return int(x)
         if isinstance(x, float):
             return float(x)
         raise TracingError(f"cannot pass a {type(x).__name__} to an operation in a trace: {x!r}")
+
+    def generator(self, g) -> Var:
+        """The Var of a generator the traced function received (a ``GeneratorProxy``)."""
+        from symshape.trace.generator import GeneratorProxy
+
+        if type(g) is GeneratorProxy:
+            if g._ss_ctx is not self:
+                raise TracingError(
+                    "a Generator from another trace (or one kept from an earlier trace) was "
+                    "used here; traced functions must not keep their inputs across calls"
+                )
+            return g._ss_var
+        raise TracingError(
+            f"generator=: expected a torch.Generator passed to the jit-compiled function as an "
+            f"argument (an input of the trace, read and advanced on every call), found a "
+            f"{g.device} Generator the code closed over or read from an object, which the trace "
+            "cannot name. Fix: pass it as an argument (f(x, g)), or draw from the global "
+            "generator (torch.manual_seed)."
+        )
+
+    def generator_meta(self, g):
+        """The ``GeneratorMeta`` of a generator the traced function received."""
+        return self.generator(g).meta
 
     def emit(self, op, args=(), kwargs=None, out=None, *, effect: bool = False):
         """Record ``op(*args, **kwargs)``. ``out`` is a TensorMeta (one tensor), a

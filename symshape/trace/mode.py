@@ -116,6 +116,22 @@ def _router(fn: Callable, patches: Patches) -> Callable:
     return route
 
 
+def route(fn: Callable, *args, **kwargs):
+    """Send a call of ``fn`` to its rule in this thread's innermost trace (the
+    methods of a traced ``torch.Generator``, which never reach ``__torch_function__``)."""
+    mode = _routing.current()
+    if mode is None:
+        raise TracingError(
+            f"`{getattr(fn, '__qualname__', fn)}` was called on a Generator of a trace outside "
+            "that trace; the generator a traced function receives stands for its argument only "
+            "while it is traced. Fix: do not keep it (or what it returns) after the call."
+        )
+    op = mode.lookup(fn)
+    if op is None:
+        raise UnsupportedOpError(op_name(fn), user_location())
+    return op.rule(mode.ctx, op, *args, **kwargs)
+
+
 def _custom_function(apply: Callable, patches: Patches) -> Callable:
     """``torch.autograd.Function.apply`` while tracing: the forward's ops are traced
     as usual, but a custom backward cannot be, and differentiating the forward's

@@ -1,0 +1,96 @@
+"""``GeneratorProxy``: what traced code sees instead of a ``torch.Generator`` argument.
+
+A jit function that receives a generator reads and advances it on every call,
+as eager does. The generator is an input of the trace (checked by type and
+device, not identity), so one trace serves any generator of that device::
+
+    def computation(x, s0, g):
+        # g: Generator cpu
+        t0 = _randn((s0, 4), generator=g)  # f32[s0, 4]
+        return t0
+
+The proxy is a ``torch.Generator`` (a CPU one of its own that draws nothing),
+so PyTorch's argument parser accepts it for ``generator=``; the tracing mode
+then hands it to the op's rule, which records the generator's Var. Its methods
+that read or change the state (``manual_seed``, ``get_state``, ``set_state``)
+become nodes too, routed to their rules in ``symshape/ops/random.py``; those that
+return a value only the run knows (``seed``, ``initial_seed``) are refused.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from symshape.trace.errors import TracingError
+
+
+class GeneratorProxy(torch.Generator):
+    """A traced generator: an SSA name (``_ss_var``, its meta a ``GeneratorMeta``)."""
+
+    def __new__(cls, ctx, var, meta):
+        return super().__new__(cls)  # a CPU generator: never drawn from
+
+    def __init__(self, ctx, var, meta):
+        self._ss_ctx = ctx
+        self._ss_var = var
+        self._ss_meta = meta
+
+    @property
+    def device(self) -> torch.device:
+        return self._ss_meta.device
+
+    def manual_seed(self, seed):
+        from symshape.trace.mode import route
+
+        route(torch.Generator.manual_seed, self, seed)
+        return self
+
+    def get_state(self):
+        from symshape.trace.mode import route
+
+        return route(torch.Generator.get_state, self)
+
+    def set_state(self, new_state):
+        from symshape.trace.mode import route
+
+        route(torch.Generator.set_state, self, new_state)
+        return self
+
+    def _refuse(self, what: str):
+        raise TracingError(
+            f"Generator.{what}() on a generator passed to a jit-compiled function returns a "
+            "value known only when the trace runs, which Python code cannot branch on while "
+            f"tracing. Fix: call {what}() outside the compiled function, or seed it with "
+            "g.manual_seed(n) (recorded in the trace)."
+        )
+
+    def seed(self):
+        self._refuse("seed")
+
+    def initial_seed(self):
+        self._refuse("initial_seed")
+
+    def clone_state(self):
+        self._refuse("clone_state")
+
+    def graphsafe_get_state(self):
+        self._refuse("graphsafe_get_state")
+
+    def graphsafe_set_state(self, state):
+        self._refuse("graphsafe_set_state")
+
+    def __reduce__(self):
+        raise TracingError("a traced Generator cannot be pickled or copied")
+
+    def __deepcopy__(self, memo):
+        raise TracingError("a traced Generator cannot be copied")
+
+    def __repr__(self) -> str:
+        return f"GeneratorProxy({self._ss_var.name}: {self._ss_meta})"
+
+
+def is_generator_proxy(x) -> bool:
+    return type(x) is GeneratorProxy
+
+
+__all__ = ["GeneratorProxy", "is_generator_proxy"]
