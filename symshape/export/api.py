@@ -22,6 +22,7 @@ from symshape.export import errors
 from symshape.export.program import ExportedProgram
 from symshape.export.signature import DimSig, Signature, SizeSpec, TensorSig
 from symshape.export.spec import ExportSpecError, InputSpec, normalize, policy_for
+from symshape.ir import GeneratorMeta
 from symshape.jit.policy import split_dim
 from symshape.jit.prologue import InputSpecErrorAtTrace
 from symshape.jit.tracer import Traced, trace_call
@@ -74,6 +75,19 @@ def _trace(fn, args, kwargs, spec: InputSpec, name: str, *, flexible: bool) -> T
     violations = traced.env.violations
     if violations:
         raise _error(name, traced, spec, violations)
+    if traced.replay is not None:
+        what = (
+            "writes into " + ", ".join(sorted({k for _, k, _ in traced.replay.writes}))
+            if traced.replay.writes
+            else "returns an object it was given"
+        )
+        raise ExportSpecError(
+            f"{name}: the traced call {what} (a Python object or module state passed in); "
+            "expected a function of its inputs, whose results are all it produces: an "
+            "exported program cannot replay writes into the caller's objects. Fix: return "
+            "the new values instead of storing them (e.g. return the new cache tensors), or "
+            "compile with symshape.jit, which replays such writes after every call"
+        )
     traced.seconds = time.perf_counter() - t0
     return traced
 
@@ -116,6 +130,14 @@ def program_of(name: str, traced: Traced, spec: InputSpec, fn, args, kwargs) -> 
                 sources.append(("tensor", by_label[label]))
         elif type(v.meta) is Symbol and v.meta in roots:
             sources.append(("symbol", v.name))
+        elif isinstance(v.meta, GeneratorMeta):
+            raise ExportSpecError(
+                f"{name}: the computation draws from the torch.Generator argument {v.name}; "
+                "expected tensor, int, float, str or bool arguments, found a Generator, which "
+                "exported programs do not take. Fix: draw from the global generator (seed it "
+                "with torch.manual_seed before calling the program), or compile with "
+                "symshape.jit, which takes Generator arguments"
+            )
         else:
             raise ExportSpecError(
                 f"{name}: the computation reads {v.name}, which is neither an input tensor, a "

@@ -13,21 +13,26 @@ with a warning.
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import logging
 import threading
+import types
 import warnings
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
+from symshape.jit import wrapping
 from symshape.jit.outputs import unflatten
 from symshape.jit.policy import Dim, Policy
 from symshape.jit.prologue import InputSpecErrorAtTrace
+from symshape.jit.state import compare_by_identity
 from symshape.jit.tracer import Traced, labels_of, trace_call
 from symshape.sym import DataDependentError
+from symshape.trace.context import current as _tracing
 
 log = logging.getLogger("symshape")
 
@@ -73,10 +78,13 @@ class TraceEntry:
         self.first = traced.prologue.first_fn or self.check  # for the call that traced it
         self.run = traced.run
         self.spec = traced.out_spec
-        self.writes = traced.writes  # (submodule path, attribute, value) stored after each call
+        # writes into the caller's objects and modules, made after each call (writes.py)
+        self.replay = traced.replay
         tree = traced.prologue.tree
         # after its own writes, the module tree is still the one the prologue accepted
-        self.rebase = tree.rebase if tree is not None and self.writes else None
+        self.rebase = (
+            tree.rebase if tree is not None and self.replay and self.replay.modules else None
+        )
 
     @property
     def guards(self) -> list[str]:
@@ -127,12 +135,6 @@ class TraceEntry:
         return f"<TraceEntry {len(self.computation)} nodes, {len(self._t.guards)} guards>"
 
 
-def _write(module, writes) -> None:
-    """Store what the traced call stores on its modules (``self.window_size = 4``)."""
-    for path, attr, value in writes:
-        setattr(module.get_submodule(path), attr, value)
-
-
 def _pairs(found):
     if not isinstance(found, tuple):
         return []
@@ -166,8 +168,15 @@ class JitFunction:
         self.__wrapped__ = fn
 
     def __call__(self, *args, **kwargs):
-        out = self._cached(args, kwargs)
-        return self._miss(args, kwargs) if out is _MISS else out
+        if _tracing() is not None:  # called from code being traced: inline it into that trace
+            return self._fn(*args, **kwargs)
+        try:
+            out = self._cached(args, kwargs)
+            return self._miss(args, kwargs) if out is _MISS else out
+        except RecursionError as e:
+            if isinstance(e, wrapping.JitRecursionError):
+                raise
+            raise wrapping.recursion_error(self.__name__, e) from None
 
     def _cached(self, args, kwargs):
         """Run the newest entry whose prologue accepts the call, or return _MISS."""
@@ -180,9 +189,11 @@ class JitFunction:
             if type(r) is tuple:
                 self.stats.cache_hits += 1
                 out = e.run(*r)
-                if e.writes:
-                    _write(m, e.writes)
-                    e.rebase()
+                if e.replay is not None:
+                    out = e.replay(out, m, args, kwargs)
+                    if e.rebase is not None:
+                        e.rebase()
+                    return out
                 return out if e.spec is None else unflatten(out, e.spec)
         return _MISS
 
@@ -204,8 +215,9 @@ class JitFunction:
                 return self._eager(args, kwargs, reasons)
             if self._entries:
                 # the entry whose inputs matched in kind and only a guard refused
-                # explains the most; else the newest entry's mismatch
-                guard = [w for k, w in reasons if k in ("guard", "state")]
+                # explains the most; else the newest entry's mismatch (an older entry's
+                # state mismatch, such as a prefill trace's, says little about this call)
+                guard = [w for k, w in reasons if k == "guard"]
                 why = guard[0] if guard else reasons[0][1] if reasons else "no entry"
                 reason = why + (f" ({'; '.join(notes)})" if notes else "")
                 self.stats.recompile_reasons.append(reason)
@@ -247,8 +259,8 @@ class JitFunction:
                 f"symshape bug: a fresh trace rejects the inputs it was traced from: {why}"
             )
         out = entry.run(*r)
-        if entry.writes:
-            _write(m, entry.writes)
+        if entry.replay is not None:
+            return entry.replay(out, m, args, kwargs)
         return out if entry.spec is None else unflatten(out, entry.spec)
 
     def _eager(self, args, kwargs, reasons):
@@ -264,8 +276,6 @@ class JitFunction:
             warnings.warn(msg, CacheLimitWarning, stacklevel=3)
             log.warning(msg)
         self.stats.eager_calls += 1
-        if self._module is not None:
-            return self._module(*args, **kwargs)
         return self._fn(*args, **kwargs)
 
     def traces(self) -> list[TraceEntry]:
@@ -281,9 +291,51 @@ class JitFunction:
             self._warned = False
 
     def __get__(self, obj, objtype=None):
+        # @symshape.jit on a method: a bound method, so jit(obj.method) sees obj and
+        # a module's parameters are inputs of the trace (obj is its first argument)
         if obj is None:
             return self
-        return functools.partial(self, obj)
+        return types.MethodType(self, obj)
+
+    # -- copies and pickles: the copy has the options and starts with no traces --------
+    def _options(self) -> dict:
+        p = self._policy
+        return {"dynamic": p.dynamic, "dims": p.dims, "cache_limit": self._limit}
+
+    def _wrapper_attrs(self) -> dict:
+        keep = ("__module__", "__name__", "__qualname__", "__doc__", "__type_params__")
+        return {k: v for k, v in self.__dict__.items() if k in keep}
+
+    def __reduce__(self):
+        ref, mod = wrapping.reduce_fn(self)
+        return _rebuild, (ref, mod, self._options(), self._wrapper_attrs())
+
+    def __deepcopy__(self, memo):
+        fn, mod = self._fn, self._module
+        new_mod = copy.deepcopy(mod, memo)
+        if mod is not None and fn is mod:
+            new_fn = new_mod
+        elif mod is not None and inspect.ismethod(fn) and fn.__self__ is mod:
+            new_fn = types.MethodType(fn.__func__, new_mod)
+        else:
+            new_fn = copy.deepcopy(fn, memo)  # a function is itself
+        new = _make(new_fn, new_mod, copy.deepcopy(self._options(), memo), self._wrapper_attrs())
+        memo[id(self)] = new
+        return new
+
+
+def _make(fn, mod, options: dict, attrs: dict) -> JitFunction:
+    jf = JitFunction(fn, mod, name=attrs.get("__name__", "fn"), **options)
+    jf.__dict__.update(attrs)
+    return jf
+
+
+def _rebuild(ref, mod, options: dict, attrs: dict) -> JitFunction:
+    """Unpickle a JitFunction (see ``JitFunction.__reduce__``)."""
+    return _make(wrapping.rebuild_fn(ref, mod), mod, options, attrs)
+
+
+compare_by_identity(JitFunction)
 
 
 def _norm_dims(dims) -> dict:
@@ -317,17 +369,37 @@ def _leaves(fn, args, kwargs) -> list:
 
 class JitModule(nn.Module):
     """``symshape.jit(model)``: a module whose calls run traces. Parameters,
-    buffers and attributes stay those of the original (``self._orig_mod``)."""
+    buffers and attributes stay those of the original (``self._orig_mod``).
+
+    Methods of the original module (``jit(model).generate(...)``, any method
+    but ``forward``) run their own Python as written, with the module's forward
+    compiled: while one runs, ``model.forward`` is a JitFunction over the
+    original bound forward (an instance attribute, shared by nested and
+    concurrent method calls, removed when the last one returns), so each
+    ``self(...)`` it makes runs a trace, hooks run eagerly around it as in
+    eager. That JitFunction has the same options and shares ``stats`` with
+    the module call: ``jit(model).stats`` counts both; ``traces()`` lists the
+    module call's traces, then the forward's. When the module already has a
+    compiled forward (``model.forward = symshape.jit(model.forward)``) methods
+    use that one, with its own stats. Where a method cannot run the compiled
+    forward (an async method, a ``forward`` property) it raises the fix:
+    ``model.forward = symshape.jit(model.forward, dynamic=True)``.
+
+    ``copy.deepcopy`` and pickling copy the original module and the options;
+    the copy starts with no traces."""
 
     def __init__(self, mod: nn.Module, jf: JitFunction):
         super().__init__()
         self._orig_mod = mod
         object.__setattr__(self, "_jit", jf)
+        object.__setattr__(self, "_fwd", None)  # the forward methods run, made on first use
 
     def forward(self, *args, **kwargs):
-        return self._jit(*args, **kwargs)
+        return self(*args, **kwargs)
 
     def __call__(self, *args, **kwargs):
+        if _tracing() is not None:  # called from code being traced: the module's own call
+            return self._orig_mod(*args, **kwargs)
         return self._jit(*args, **kwargs)
 
     @property
@@ -335,15 +407,74 @@ class JitModule(nn.Module):
         return self._jit.stats
 
     def traces(self) -> list[TraceEntry]:
-        return self._jit.traces()
+        fwd = self.__dict__.get("_fwd")
+        return self._jit.traces() + (fwd.traces() if fwd is not None else [])
 
     def reset(self) -> None:
-        self._jit.reset()
+        with self._jit._lock:
+            self._jit.reset()
+            fwd = self.__dict__.get("_fwd")
+            if fwd is not None:
+                fwd.reset()
+                fwd.stats = self._jit.stats
+
+    def _forward_jit(self, method: str = "forward") -> JitFunction:
+        """The JitFunction over the original module's forward that methods run."""
+        fwd = self.__dict__.get("_fwd")
+        if fwd is not None:
+            return fwd
+        with self._jit._lock:
+            fwd = self.__dict__.get("_fwd")
+            if fwd is None:
+                fwd = _forward_of(self, method)
+                object.__setattr__(self, "_fwd", fwd)
+        return fwd
 
     def __getattr__(self, name):
-        if name in ("_orig_mod", "_modules", "_parameters", "_buffers"):
+        if name in ("_orig_mod", "_modules", "_parameters", "_buffers", "_jit", "_fwd"):
             return super().__getattr__(name)
-        return getattr(self._orig_mod, name)
+        orig = self._orig_mod
+        value = getattr(orig, name)
+        if inspect.ismethod(value) and value.__self__ is orig and name != "forward":
+            return wrapping.delegate(self, name, value, self._forward_jit)
+        return value
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        jf = state.pop("_jit")
+        state.pop("_fwd", None)
+        state["_symshape_jit"] = (jf._options(), jf.__name__)
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        options, name = state.pop("_symshape_jit")
+        super().__setstate__(state)
+        mod = self._orig_mod
+        object.__setattr__(self, "_jit", JitFunction(mod, mod, name=name, **options))
+        object.__setattr__(self, "_fwd", None)
+
+
+def _forward_of(jm: JitModule, method: str) -> JitFunction:
+    jf, mod = jm._jit, jm._orig_mod
+    fn = wrapping.underlying_forward(mod, jf.__name__, method)
+    fn = _unwrap(fn)
+    fwd = JitFunction(fn, mod, name=f"{jf.__name__}.forward", **jf._options())
+    functools.update_wrapper(fwd, fn, updated=())
+    fwd.__name__ = fwd.__qualname__ = f"{jf.__name__}.forward"
+    fwd.stats = jf.stats  # one set of counters for the module
+    return fwd
+
+
+def _unwrap(fn):
+    """jit(jit(f)) traces f: the function (or bound method, or module) a jit wraps."""
+    if isinstance(fn, JitFunction):
+        return fn._fn
+    if isinstance(fn, JitModule):
+        return fn._orig_mod
+    if inspect.ismethod(fn) and isinstance(fn.__func__, JitFunction):
+        return types.MethodType(fn.__func__._fn, fn.__self__)  # @symshape.jit on a method
+    return fn
 
 
 def jit(
@@ -370,6 +501,8 @@ def jit(
         raise TypeError(f"dynamic must be None, True or False, found {dynamic!r}")
     if not isinstance(cache_limit, int) or cache_limit < 1:
         raise ValueError(f"cache_limit must be a positive int, found {cache_limit!r}")
+    fn = _unwrap(fn)  # jit(jit(f)): f, with these options
+    wrapping.check_traceable(fn, name or getattr(fn, "__name__", type(fn).__name__))
     if isinstance(fn, nn.Module):
         jf = JitFunction(
             fn,
@@ -380,21 +513,20 @@ def jit(
             name=name or type(fn).__name__,
         )
         return JitModule(fn, jf)
-    if inspect.ismethod(fn) and isinstance(fn.__self__, nn.Module):
-        raise TypeError(
-            "pass the module itself to symshape.jit (symshape.jit(model)), not a bound method"
-        )
-    if not callable(fn):
+    method = inspect.ismethod(fn) and isinstance(fn.__self__, nn.Module)
+    if not method and not callable(fn):
         raise TypeError(
             f"symshape.jit expects a function or an nn.Module, found {type(fn).__name__}"
         )
+    # model.forward = symshape.jit(model.forward): the module's parameters and buffers
+    # are inputs read on every call, its state is guarded, as for jit(model)
     jf = JitFunction(
         fn,
-        None,
+        fn.__self__ if method else None,
         dynamic=dynamic,
         dims=dims,
         cache_limit=cache_limit,
-        name=name or getattr(fn, "__name__", "fn"),
+        name=name or getattr(fn, "__qualname__" if method else "__name__", "fn"),
     )
     functools.update_wrapper(jf, fn, updated=())
     return jf

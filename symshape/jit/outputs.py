@@ -13,9 +13,10 @@ from __future__ import annotations
 import torch
 import torch.utils._pytree as pytree
 
+from symshape.trace.generator import GeneratorProxy
 from symshape.trace.proxy import TensorProxy
 
-_TRACED = (TensorProxy, torch.SymInt, torch.SymFloat, torch.SymBool)
+_TRACED = (TensorProxy, GeneratorProxy, torch.SymInt, torch.SymFloat, torch.SymBool)
 _SCALARS = (type(None), bool, int, float, str, torch.dtype, torch.device)
 
 
@@ -28,21 +29,28 @@ def holds_traced(x, depth: int = 0) -> bool:
         return any(holds_traced(y, depth + 1) for y in x)
     if isinstance(x, dict):
         return any(holds_traced(y, depth + 1) for y in x.values())
-    d = getattr(x, "__dict__", None)
-    return (
-        d is not None
-        and not isinstance(x, type)
-        and any(holds_traced(y, depth + 1) for y in d.values())
-    )
+    if isinstance(x, type) or not (hasattr(x, "__dict__") or hasattr(type(x), "__slots__")):
+        return False
+    return any(holds_traced(y, depth + 1) for _, y in _attributes(x))
 
 
-def flatten(x, is_leaf=None) -> tuple[list, tuple]:
+def flatten(x, is_leaf=None, refs=None, fresh: bool = False) -> tuple[list, tuple]:
     """``(leaves, spec)``: leaves are traced values and plain scalars (and
-    whatever ``is_leaf`` accepts)."""
+    whatever ``is_leaf`` accepts). ``refs`` maps ``id(obj)`` to an index for
+    objects the caller passed in: they come back as the caller's own objects
+    (``("ref", i)``), never copies. With ``fresh``, plain objects are rebuilt on
+    every call even when they hold no traced value (a new cache layer stored
+    into a caller's object must not be shared between calls)."""
     leaves: list = []
 
     def walk(x):
         t = type(x)
+        if refs is not None and id(x) in refs:
+            return ("ref", refs[id(x)])
+        if t is slice or t is range:  # their ints may be sizes: this call's, not the traced one's
+            if not any(isinstance(v, _TRACED) for v in (x.start, x.stop, x.step)):
+                return ("const", x)
+            return ("call", t, [walk(x.start), walk(x.stop), walk(x.step)])
         if (
             isinstance(x, _TRACED)
             or t in _SCALARS
@@ -62,7 +70,7 @@ def flatten(x, is_leaf=None) -> tuple[list, tuple]:
         if node is not None:
             children, context = node.flatten_fn(x)
             return ("pytree", t, context, [walk(c) for c in children])
-        if not holds_traced(x):
+        if not (fresh and _rebuildable(x)) and not holds_traced(x):
             return ("const", x)
         return ("object", t, [(k, walk(v)) for k, v in _attributes(x)])
 
@@ -84,13 +92,25 @@ def _attributes(x) -> list:
     return out
 
 
-def unflatten(leaves, spec):
+def _rebuildable(x) -> bool:
+    """A plain Python object (its class written in Python, its state in attributes)."""
+    from symshape.jit.state import is_plain_object
+
+    return is_plain_object(x) and not isinstance(x, type)
+
+
+def unflatten(leaves, spec, objects=()):
+    """Rebuild the structure; ``("ref", i)`` is ``objects[i]``."""
     it = iter(leaves)
 
     def build(s):
         kind = s[0]
         if kind == "leaf":
             return next(it)
+        if kind == "ref":
+            return objects[s[1]]
+        if kind == "call":
+            return s[1](*[build(c) for c in s[2]])
         if kind is tuple:
             return tuple(build(c) for c in s[1])
         if kind is list:

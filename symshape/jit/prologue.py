@@ -25,10 +25,12 @@ import math
 from dataclasses import dataclass, field
 
 import torch
+import torch.utils._pytree as pytree
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from symshape.ir import TensorMeta, Var
+from symshape.jit.generators import generator_input
 from symshape.jit.input_autograd import InputAutograd
 from symshape.jit.policy import DYNAMIC, STATIC, DerivedDim, Dim, split_dim
 from symshape.jit.state import (
@@ -38,6 +40,8 @@ from symshape.jit.state import (
     ModuleGuard,
     ObjectGuard,
     TreeGuard,
+    _instance_dict,
+    _slots,
     hook_dicts,
     is_plain_object,
     snapshot,
@@ -119,6 +123,10 @@ class Builder:
     roots: list = field(default_factory=list)  # modules passed in (or held by an argument)
     root_srcs: list = field(default_factory=list)  # (source, module): modules passed in
     tree: object = None  # the TreeGuard, once emit_modules made it
+    swaps: list = field(default_factory=list)  # (container, "attr"/"item", key, proxy)
+    tracked: dict = field(default_factory=dict)  # id -> (container, path): writes replayed
+    module_paths: dict = field(default_factory=dict)  # id(module) -> its path from m/args
+    attr_proxies: dict = field(default_factory=dict)  # (id(module), name) -> proxy of a tensor
 
     # -- low-level ------------------------------------------------------------------
     def local(self, hint: str) -> str:
@@ -143,11 +151,18 @@ class Builder:
         (self.lines if into is None else into).append(f"if {cond}: return {k}")
 
     # -- inputs ---------------------------------------------------------------------
-    def walk(self, value, src: str, label: str, into=None, is_param: bool = False):
-        """Emit checks for ``value`` read by ``src``; return what the traced
-        function receives in its place."""
+    def walk(self, value, src: str, label: str, into=None, is_param: bool = False, path=None):
+        """Emit checks for ``value`` read by ``src`` (``path``: the same as an
+        expression over ``m``, ``args``, ``kwargs``); return what the traced
+        function receives in its place. Lists, dicts and objects holding
+        tensors are passed as themselves, their tensors swapped for proxies
+        while tracing (``swaps``), so that what the code writes into them is
+        seen and replayed (writes.py)."""
         out = self.lines if into is None else into
+        path = src if path is None else path
         t = type(value)
+        if isinstance(value, torch.Generator):  # an input: read and advanced every call
+            return generator_input(self, value, src, label, out)
         if isinstance(value, torch.Tensor):
             return self._tensor(value, src, label, out, is_param)
         if t is bool or value is None:
@@ -188,6 +203,15 @@ class Builder:
                 into=out,
             )
             return value
+        if t in (list, dict) and id(value) in self.tracked:  # the same container again
+            first = self.tracked[id(value)][1]
+            self.fail(
+                f"{src} is not {first}",
+                f"{label} is the same {t.__name__} as {first}",
+                None,
+                into=out,
+            )
+            return value
         if t in (tuple, list) or (isinstance(value, tuple) and hasattr(value, "_fields")):
             loc = self.local(f"_{label}")
             out.append(f"{loc} = {src}")
@@ -198,7 +222,15 @@ class Builder:
                 f"(type({loc}).__name__, len({loc}) if hasattr({loc}, '__len__') else None)",
                 into=out,
             )
-            items = [self.walk(v, f"{loc}[{i}]", f"{label}[{i}]", out) for i, v in enumerate(value)]
+            if t is list:
+                self.tracked[id(value)] = (value, path)
+            items = [
+                self.walk(v, f"{loc}[{i}]", f"{label}[{i}]", out, path=f"{path}[{i}]")
+                for i, v in enumerate(value)
+            ]
+            if t is list:
+                self._swap(value, "item", items)
+                return value
             return t(*items) if hasattr(value, "_fields") else t(items)
         if t is dict:
             loc = self.local(f"_{label}")
@@ -214,18 +246,31 @@ class Builder:
                 f"tuple({loc}) if isinstance({loc}, dict) else type({loc}).__name__",
                 into=out,
             )
-            return {
-                k: self.walk(v, f"{loc}[{k!r}]", f"{label}[{k!r}]", out) for k, v in value.items()
+            self.tracked[id(value)] = (value, path)
+            new = {
+                k: self.walk(v, f"{loc}[{k!r}]", f"{label}[{k!r}]", out, path=f"{path}[{k!r}]")
+                for k, v in value.items()
             }
+            self._swap(value, "item", new)
+            return value
         if isinstance(value, (torch.dtype, torch.device, torch.memory_format, torch.layout)):
             self.fail(f"{src} != {self.const(value)}", f"{label} == {value}", src, into=out)
             return value
         if isinstance(value, nn.Module):
             self.roots.append(value)
             self.root_srcs.append((src, value))
-            return self.module(value, src, label, out)
+            return self.module(value, src, label, out, path)
+        node = pytree.SUPPORTED_NODES.get(t)
+        if node is not None and not isinstance(value, tuple):  # a ModelOutput, an OrderedDict
+            return self._pytree(value, node, src, label, out, path)
         if is_plain_object(value) or t in (set, frozenset):  # checked by type and state
-            og = ObjectGuard(value, label)
+            inner: list = []  # the fetches of its tensors and ints, after its guard
+            holes: set = set()
+            if t not in (set, frozenset):
+                # its containers are watched for writes; if it holds tensors, it is
+                # flattened: its tensors and ints are inputs of their own
+                self._contents(value, src, label, path, inner, set(), holes, _holds_tensors(value))
+            og = ObjectGuard(value, label, holes=holes)
             self.objects.append((og, value))
             g = self.const(og, "_state")
             self.fail(
@@ -236,7 +281,8 @@ class Builder:
                 into=out,
             )
             if t not in (set, frozenset):
-                self._modules_in(value, src, label, out, 0)
+                self._modules_in(value, src, label, out, 0, path)
+            out.extend(inner)
             return value
         # Anything else is a constant of the trace, recognized by identity.
         self.fail(
@@ -247,7 +293,88 @@ class Builder:
         )
         return value
 
-    def _modules_in(self, obj, src: str, label: str, out, depth: int) -> None:
+    def _swap(self, container, kind: str, new) -> None:
+        """Items (or attributes) of ``container`` that the trace sees as proxies."""
+        items = new.items() if isinstance(new, dict) else enumerate(new)
+        for k, v in items:
+            old = getattr(container, k) if kind == "attr" else container[k]
+            if v is not old:
+                self.swaps.append((container, kind, k, v))
+
+    def _contents(
+        self, obj, src: str, label: str, path: str, out, seen: set, holes: set, values: bool
+    ):
+        """Watch the containers inside an argument object (its attributes, and the
+        lists, dicts, tuples and objects under them) for writes. With ``values``
+        (it holds tensors), each tensor, int and float in them is an input of its
+        own (``holes``: where they are); the object's other state is its
+        ObjectGuard's. Returns ``obj``, or a new tuple of proxies for a tuple."""
+        t = type(obj)
+        if id(obj) in seen or len(seen) > 2000:
+            return obj
+        seen.add(id(obj))
+        if t in (list, tuple):
+            items = [(i, v, f"[{i}]") for i, v in enumerate(obj)]
+        elif t is dict:
+            items = [(k, v, f"[{k!r}]") for k, v in obj.items() if type(k) in (str, int)]
+        else:
+            d = _instance_dict(obj) or {}
+            names = [k for k in d if isinstance(k, str) and k.isidentifier()]
+            names += [n for n in _slots(t) if hasattr(obj, n)]
+            items = [(k, d[k] if k in d else getattr(obj, k), f".{k}") for k in names]
+        new = {}
+        for k, v, suffix in items:
+            where = (f"{src}{suffix}", f"{label}{suffix}", f"{path}{suffix}")
+            tv = type(v)
+            if values and (isinstance(v, torch.Tensor) or tv is int or tv is float):
+                holes.add((id(obj), k))
+                if isinstance(v, torch.Tensor):
+                    new[k] = self._tensor(v, where[0], where[1], out, False)
+                else:
+                    new[k] = self.walk(v, where[0], where[1], out, path=where[2])
+            elif tv in (list, dict) or (tv is tuple and values) or is_plain_object(v):
+                new[k] = self._contents(v, *where, out, seen, holes, values)
+            else:
+                new[k] = v  # guarded by the object's snapshot
+        if t is tuple:
+            return tuple(new.values()) if any(new[i] is not v for i, v in enumerate(obj)) else obj
+        self.tracked.setdefault(id(obj), (obj, path))
+        self._swap(obj, "attr" if t not in (list, dict) else "item", new)
+        return obj
+
+    def _pytree(self, value, node, src: str, label: str, out, path: str):
+        """A torch.utils._pytree node (transformers' ModelOutput): guarded by
+        type and context, its children walked; the traced code gets a new one."""
+        children, context = node.flatten_fn(value)
+        loc, kids = self.local(f"_{label}"), self.local(f"_{label}_children")
+        T, fl, cx = (
+            self.const(type(value), "_T"),
+            self.const(node.flatten_fn, "_flatten"),
+            self.const(context, "_context"),
+        )
+        out.append(f"{loc} = {src}")
+        self.fail(
+            f"type({loc}) is not {T}",
+            f"{label} is a {type(value).__name__}",
+            f"type({loc}).__name__",
+            into=out,
+        )
+        out.append(f"{kids}, _ctx = {fl}({loc})")
+        self.fail(f"_ctx != {cx}", f"{label} has the structure {context!r}", "_ctx", into=out)
+        names = context if isinstance(context, list) and len(context) == len(children) else None
+        items = [
+            self.walk(
+                c,
+                f"{kids}[{i}]",
+                f"{label}.{names[i]}" if names and isinstance(names[i], str) else f"{label}[{i}]",
+                out,
+                path=f"{fl}({path})[0][{i}]",
+            )
+            for i, c in enumerate(children)
+        ]
+        return node.unflatten_fn(items, context)
+
+    def _modules_in(self, obj, src: str, label: str, out, depth: int, path: str = "") -> None:
         """Modules held by an argument object (``holder.net``) are walked like
         module arguments: parameters read each call, their state guarded."""
         d = getattr(obj, "__dict__", None)
@@ -258,9 +385,11 @@ class Builder:
                 continue
             if isinstance(v, nn.Module) and id(v) not in self.module_locals:
                 self.roots.append(v)
-                self.module(v, f"{src}.{name}", f"{label}.{name}", out)
+                self.module(v, f"{src}.{name}", f"{label}.{name}", out, f"{path}.{name}")
             elif is_plain_object(v):
-                self._modules_in(v, f"{src}.{name}", f"{label}.{name}", out, depth + 1)
+                self._modules_in(
+                    v, f"{src}.{name}", f"{label}.{name}", out, depth + 1, f"{path}.{name}"
+                )
 
     def _int(self, value: int, src: str, label: str, out) -> object:
         self.leaves.append((label, value))
@@ -304,10 +433,13 @@ class Builder:
         # contiguous with eager's strides, those of size-1 dimensions included
         contiguous = t.is_contiguous() and t.stride() == contiguous_strides(t.shape)
         order = None if contiguous else dense_order(t)
+        # a slice along one dimension of a contiguous tensor (a sliding-window cache's
+        # `full[:, :, -7:]`): contiguous strides of a shape wider in that dimension
+        narrow = None if contiguous or order is not None else narrowed_dim(t)
         shape, names, later, bind = [], [], [], []
         dynamic = False
         for d, size in enumerate(t.shape):
-            layout_known = contiguous or order is not None
+            layout_known = contiguous or order is not None or narrow is not None
             spec = self.policy.spec(label, t, d, is_param) if layout_known else STATIC
             if spec == STATIC:
                 names.append("_")
@@ -377,12 +509,28 @@ class Builder:
         sizes = [None if not isinstance(d, int) else d for d in shape]
         strides = list(t.stride())
         meta_strides = None if contiguous else tuple(t.stride())
+        layout = None  # (strides as expressions of the sizes, what they mean)
         if dynamic and order is not None:  # a permuted dense layout: strides follow the sizes
-            meta_strides = permuted_strides(shape, order)
+            layout = permuted_strides(shape, order), f"dense in dimension order {list(order)}"
+        elif dynamic and narrow is not None:
+            k, extent = narrow
+            width = self.ctx.env.symbol(
+                self.ctx.fresh("s"), extent, min=1, max=None, source=f"{label}.stride({k - 1})"
+            )
+            self.ctx.sym_vars[width] = Var(width.name, width)
+            wide = [*shape[:k], width, *shape[k + 1 :]]
+            div = " * ".join(f"({x})" for x in shape[k + 1 :]) or "1"
+            post.append(f"{width.name} = {name}.stride({k - 1}) // ({div})")
+            layout = (
+                permuted_strides(wide, tuple(range(len(wide)))),
+                f"a slice of a contiguous tensor along dimension {k}",
+            )
+        if layout is not None:
+            meta_strides, what = layout
             strides = [st if isinstance(st, int) else None for st in meta_strides]
             self.fail(
                 f"{name}.stride() != ({', '.join(map(str, meta_strides))},)",
-                f"{label} is dense in dimension order {list(order)}, strides ("
+                f"{label} is {what}, strides ("
                 + ", ".join(str(self.ctx.env.describe(st)) for st in meta_strides)
                 + ")",
                 f"{name}.stride()",
@@ -429,8 +577,10 @@ class Builder:
         return proxy
 
     # -- modules --------------------------------------------------------------------
-    def module(self, mod: nn.Module, src: str, label: str, out=None):
+    def module(self, mod: nn.Module, src: str, label: str, out=None, path=None):
         """Walk a module: parameters and buffers become (deferred) inputs."""
+        path = src if path is None else path
+        self.module_paths.setdefault(id(mod), path)
         loc = self.ctx.reserve(f"_m{len(self.module_locals)}")
         mlines = [f"{loc} = {src}"]
         # while another thread traces it, a module's class is the watching subclass
@@ -457,9 +607,21 @@ class Builder:
                     proxy = self.walk(t, src_t, _join(label, name), into=[], is_param=True)
                     self.deferred[-1].module = mod
                 self.slots.append((mod, slot, name, proxy))
+        for name, t in list(mod.__dict__.items()):
+            # a tensor in a plain attribute (`self.last = h.detach()` by an earlier call)
+            # is an input like a buffer, read on every call; its sizes follow the policy
+            if type(t) is torch.Tensor and name.isidentifier():
+                proxy = self.walk(t, f"{loc}.__dict__[{name!r}]", _join(label, name), mlines)
+                self.attr_proxies[(id(mod), name)] = proxy
         for name, sub in mod._modules.items():
             if sub is not None:
-                self.module(sub, f"{loc}._modules[{name!r}]", _join(label, name), out)
+                self.module(
+                    sub,
+                    f"{loc}._modules[{name!r}]",
+                    _join(label, name),
+                    out,
+                    f"{path}._modules[{name!r}]",
+                )
         return mod
 
     def emit_modules(
@@ -613,6 +775,51 @@ class Builder:
                 if sub is not None and id(sub) in self.module_of:
                     parents.setdefault(id(sub), mid)
         return parents
+
+
+def _holds_tensors(v, depth: int = 0, seen=None) -> bool:
+    """Does a plain object hold a tensor (in its attributes, lists, dicts, tuples)?"""
+    seen = set() if seen is None else seen
+    if isinstance(v, torch.Tensor):
+        return True
+    if depth > 8 or id(v) in seen:
+        return False
+    seen.add(id(v))
+    t = type(v)
+    if t in (list, tuple):
+        return any(_holds_tensors(x, depth + 1, seen) for x in v)
+    if t is dict:
+        return any(_holds_tensors(x, depth + 1, seen) for x in v.values())
+    if is_plain_object(v):
+        d = _instance_dict(v) or {}
+        vals = list(d.values()) + [getattr(v, n, None) for n in _slots(t)]
+        return any(_holds_tensors(x, depth + 1, seen) for x in vals)
+    return False
+
+
+def narrowed_dim(t: torch.Tensor) -> tuple[int, int] | None:
+    """``(k, extent)`` when ``t`` has the strides of a contiguous tensor whose
+    dimension ``k`` (not the first) is ``extent`` long instead of ``t.size(k)``:
+    ``t`` is a slice of it along ``k``. Else None (size 0 or 1 makes strides arbitrary)."""
+    shape, st = tuple(t.shape), t.stride()
+    if len(shape) < 2 or any(n <= 1 for n in shape):
+        return None
+    inner = 1
+    for k in range(len(shape) - 1, 0, -1):
+        if st[k] != inner:
+            return None
+        if st[k - 1] != inner * shape[k]:
+            if st[k - 1] % inner or st[k - 1] // inner <= shape[k]:
+                return None
+            extent = st[k - 1] // inner
+            acc = inner * extent
+            for j in range(k - 1, -1, -1):  # every outer stride is contiguous over the wide shape
+                if st[j] != acc:
+                    return None
+                acc *= shape[j]
+            return k, extent
+        inner *= shape[k]
+    return None
 
 
 def dense_order(t: torch.Tensor) -> tuple[int, ...] | None:

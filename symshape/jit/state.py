@@ -59,6 +59,16 @@ _IDENTITY = (
     staticmethod,
     classmethod,
 )
+
+
+def compare_by_identity(cls: type) -> None:
+    """Snapshots compare instances of ``cls`` by identity (a jit function: its
+    cache changes on every call, which is not a change of the program)."""
+    global _IDENTITY
+    if cls not in _IDENTITY:
+        _IDENTITY = (*_IDENTITY, cls)
+
+
 log = logging.getLogger("symshape")
 _BUDGET = 4000  # snapshot nodes per guarded value; past it, identity only
 _MISSING = object()
@@ -154,15 +164,27 @@ def _slots(t: type) -> tuple:
     return tuple(n for n in out if n not in ("__dict__", "__weakref__"))
 
 
+@dataclass(slots=True)
+class Hole:
+    """A value the prologue checks as an input of its own (a tensor or an int
+    inside an object that holds tensors): only its exact type is compared here."""
+
+    type: type
+
+
 class _Budget:
-    def __init__(self, n: int):
+    def __init__(self, n: int, holes=frozenset()):
         self.left = n
         self.seen: set[int] = set()
+        self.holes = holes
 
 
-def snapshot(v, budget: _Budget | None = None):
-    """What ``v`` is now, deep enough to tell any later change."""
-    b = budget or _Budget(_BUDGET)
+def snapshot(v, budget: _Budget | None = None, holes=frozenset()):
+    """What ``v`` is now, deep enough to tell any later change. ``holes`` are
+    ``(id(container), key)`` of values the prologue checks as inputs of their
+    own (the tensors and ints of an object that holds tensors): only their
+    type is kept."""
+    b = budget or _Budget(_BUDGET, holes)
     b.left -= 1
     t = type(v)
     if isinstance(v, _SCALAR):
@@ -171,14 +193,14 @@ def snapshot(v, budget: _Budget | None = None):
         return Ident(v)
     if t in (list, tuple) or (isinstance(v, tuple) and hasattr(v, "_fields")):
         b.seen.add(id(v))
-        s = Seq(t, [snapshot(x, b) for x in v], v)
+        s = Seq(t, [_child(v, i, x, b) for i, x in enumerate(v)], v)
         if t is list:
             s.scalars = _scalars(s.items)
         b.seen.discard(id(v))
         return s
     if isinstance(v, dict):
         b.seen.add(id(v))
-        s = Map(t, {k: snapshot(x, b) for k, x in list(v.items())}, dict_version(v), v)
+        s = Map(t, {k: _child(v, k, x, b) for k, x in list(v.items())}, dict_version(v), v)
         b.seen.discard(id(v))
         return s
     if t in (set, frozenset) and all(isinstance(x, _SCALAR) for x in v):
@@ -186,13 +208,19 @@ def snapshot(v, budget: _Budget | None = None):
     if is_plain_object(v):
         b.seen.add(id(v))
         d = getattr(v, "__dict__", None)
-        attrs = {k: snapshot(x, b) for k, x in list(d.items())} if d is not None else {}
+        attrs = {k: _child(v, k, x, b) for k, x in list(d.items())} if d is not None else {}
         for n in _slots(t):
             x = getattr(v, n, _MISSING)
-            attrs[n] = Ident(_MISSING) if x is _MISSING else snapshot(x, b)
+            attrs[n] = Ident(_MISSING) if x is _MISSING else _child(v, n, x, b)
         b.seen.discard(id(v))
         return Obj(t, attrs, dict_version(d) if d is not None else None, v, class_guards(t))
     return Ident(v)
+
+
+def _child(parent, key, x, b: _Budget):
+    if b.holes and (id(parent), key) in b.holes:
+        return Hole(type(x))
+    return snapshot(x, b)
 
 
 def diff(s, v, label: str) -> str | None:
@@ -203,6 +231,12 @@ def diff(s, v, label: str) -> str | None:
                 None if type(v) is type(s.value) and v == s.value else _changed(label, s.value, v)
             )
         return None if _same_scalar(s.value, v) else _changed(label, s.value, v)
+    if type(s) is Hole:
+        return (
+            None
+            if type(v) is s.type
+            else f"{label} is a {type(v).__name__}, was a {s.type.__name__}"
+        )
     if type(s) is Ident:
         if v is s.obj:
             return None
@@ -325,6 +359,8 @@ def refresh(s, v) -> None:
 def holds(s, pred) -> bool:
     """Does any value in the snapshot satisfy ``pred``?"""
     t = type(s)
+    if t is Hole:
+        return False
     if t is Value:
         return pred(s.value)
     if t is Ident:
@@ -362,9 +398,9 @@ class ObjectGuard:
 
     __slots__ = ("dicts", "label", "lists", "root", "snap", "value", "versions")
 
-    def __init__(self, value, label: str):
+    def __init__(self, value, label: str, holes=frozenset()):
         self.label = label
-        self.snap = snapshot(value)
+        self.snap = snapshot(value, holes=holes)
         self.value = value  # the object traced
         self._watch(value)
 
@@ -626,6 +662,12 @@ class GlobalsGuard:
 
     def __bool__(self) -> bool:
         return bool(self.names or self.cells)
+
+    def modules(self) -> list:
+        """``(name, module)`` for the nn.Modules it reads (globals, then closure cells)."""
+        out = [(n, self.globals[n]) for n in self.names if isinstance(self.globals[n], nn.Module)]
+        out += [(n, v) for n, _, v, _ in self.cells if isinstance(v, nn.Module)]
+        return out
 
     def settle(self) -> None:
         """After the trace: a global or cell the traced call itself changed (a

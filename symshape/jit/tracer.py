@@ -15,7 +15,7 @@ from torch._C._dynamo.guards import GlobalStateGuard
 from symshape.autograd import build_backward, make_function
 from symshape.ir import Node, OpRef, Trace, Var, compile_source, compile_trace, cse, dce, iter_vars
 from symshape.ir.printer import fmt
-from symshape.jit import outputs
+from symshape.jit import generators, outputs
 from symshape.jit.prologue import Builder, Prologue
 from symshape.jit.state import (
     SKIPPED,
@@ -26,12 +26,14 @@ from symshape.jit.state import (
     is_plain_object,
     snapshot,
 )
+from symshape.jit.writes import Replay, Swapped, resolver, restore, shallow
 from symshape.ops import grad_mode, lookup
 from symshape.sym import expr as E
 from symshape.trace.compiling import compiling
 from symshape.trace.context import TraceContext
 from symshape.trace.errors import TracingError
 from symshape.trace.mode import TracingMode
+from symshape.trace.module_fixes import module_fixes
 from symshape.trace.modules import proxied, watch
 from symshape.trace.proxy import TensorProxy
 from symshape.trace.pytypes import python_types
@@ -51,7 +53,7 @@ class Traced:
     backward: object = None  # the backward Trace, when the outputs need gradients
     builder: object = None  # the prologue Builder: where each input came from (for export)
     grad: object = None  # _Grad: how forward and backward connect, when there is a backward
-    writes: tuple = ()  # (submodule path, attribute, value): plain values the call stores
+    replay: object = None  # writes.Replay: writes into the caller's objects, returned arguments
 
 
 def labels_of(fn, args) -> list[str]:
@@ -124,7 +126,10 @@ def _trace_once(
     t0 = time.perf_counter()
     ctx = TraceContext()
     b = Builder(ctx, policy, module is not None)
-    target = module.forward if module is not None else fn
+    # symshape.jit(model) calls the module (hooks included); symshape.jit(model.forward)
+    # and methods call the bound method itself
+    call = module if module is not None and fn is module else fn
+    target = module.forward if call is module else fn
     kw = f"tuple(kwargs) != {tuple(kwargs)!r}" if kwargs else "kwargs"
     b.fail(
         f"len(args) != {len(args)} or {kw}",
@@ -157,6 +162,12 @@ def _trace_once(
     )
     gg = GlobalsGuard(fn) if module is None and isinstance(fn, types.FunctionType) else None
     if gg:  # snapshot before the call; settled after it
+        for label, mod in gg.modules():
+            # a module the function closes over (or reads as a global) is walked like an
+            # argument: parameters read each call, its state guarded, its writes replayed
+            if id(mod) not in b.module_locals:
+                b.roots.append(mod)
+                b.module(mod, b.const(mod, "_closed"), label)
         gn = b.const(gg, "_globals")
         b.fail(
             f"not {gn}()", "the globals it reads are as when traced", f"{gn}.why()", kind="state"
@@ -165,6 +176,7 @@ def _trace_once(
     reads: list = []
     class_reads: list = []  # (module, class, attribute): found on a class of the module
     read_objects: dict = {}  # id -> ObjectGuard of an object or container read off a module
+    read_states: list = []  # (object, its state at the first read): put back after the trace
     modules_read: set = set()  # ids of modules whose `_modules` the code read
     writes: dict = {}  # (id(module), attribute) -> [module, attribute, old value, new value]
 
@@ -178,6 +190,7 @@ def _trace_once(
             is_plain_object(value) or type(value) in (list, dict, set)
         ):  # snapshot at its first read: what the trace saw, before any write of its own
             read_objects[id(value)] = ObjectGuard(value, attr)
+            read_states.append((value, shallow(value)))
 
     def record_class(mod, owner, attr):
         class_reads.append((mod, owner, attr))
@@ -189,32 +202,31 @@ def _trace_once(
     for g in decided:  # what an earlier attempt decided on this same input
         ctx.env.guard(g.cond, g.where)
     ctx.decide_comparisons = eager
-    # a traced module's own state is stored again on every call (api.py); the
+    # a traced module's own state is stored again on every call (writes.py); the
     # modules a function receives as arguments are not the same on each call
-    store = wrote if module is not None else None
+    store = wrote
     with (
         ctx,
         TracingMode(ctx, lookup),
-        watch(roots, record, store, record_class),
-        proxied(b.slots),
+        watch(roots, record, store, record_class, b.attr_proxies),
+        proxied(b.slots) as slot_writes,
+        Swapped(b.swaps, b.tracked) as swapped,
         compiling(),
+        module_fixes(),
         side_effects(name),
         python_types(b.tensors),
     ):
         try:
-            result = (module if module is not None else fn)(*pargs, **pkw)
+            result = call(*pargs, **pkw)
         except TypeError as e:
             if _BOOL_ONLY not in str(e):
                 raise
             raise _SymBoolArgument(e, list(ctx.env.guards)) from e
-        output, out_spec = _output(ctx, result)
+        stores = _stores(b, swapped.writes(), writes, slot_writes())
+        output, out_spec, replay = _output(ctx, result, b, stores)
         ctx.flush_asserts()
         if gg:
             gg.settle()
-        _no_traced_values_left(
-            [(g.label, v) for g, v in b.objects]
-            + [(g.label, g.value) for g in read_objects.values()]
-        )
         if torch.is_grad_enabled() != grad:  # torch.set_grad_enabled(False) as a call
             torch._C._set_grad_enabled(grad)
             raise TracingError(
@@ -222,6 +234,17 @@ def _trace_once(
                 "that change of global state on later calls. Fix: switch it in a `with` "
                 "block (with torch.no_grad(): ...), or outside the jit-compiled function."
             )
+    # the caller's objects are back as they were (their writes are replayed after each
+    # call): a traced value still inside one was stored where symshape does not look
+    left = [(g.label, v) for g, v in b.objects] + [
+        (g.label, g.value) for g in read_objects.values()
+    ]
+    try:
+        _no_traced_values_left(left)
+    except TracingError:
+        for obj, state in read_states:  # leave nothing of the trace in the user's objects
+            restore(obj, state)
+        raise
 
     trace = Trace("computation", [], list(ctx.nodes), output, ctx.asserts, dict(ctx.constants))
     trace = dce(cse(trace))
@@ -234,6 +257,7 @@ def _trace_once(
         tensors
         + [v for v in backed if id(v) in used]
         + [v for v in b.float_inputs if id(v) in used]
+        + [v for v in generators.inputs(b) if id(v) in used]
     )
     trace.doc = f"traced from {getattr(target, '__qualname__', name)}"
     grad = _autograd(ctx, trace, output, out_spec, name)
@@ -315,7 +339,7 @@ def _trace_once(
         backward,
         b,
         grad,
-        _paths(module, writes),
+        replay,
     )
 
 
@@ -404,25 +428,18 @@ def _simplify_metas(trace: Trace, env) -> None:
             fix(v)
 
 
-def _paths(module, writes: dict) -> tuple:
-    """``(submodule path, attribute, value)`` for each module attribute written."""
-    if not writes:
-        return ()
-    path = {id(m): name for name, m in module.named_modules(remove_duplicate=False)}
-    return tuple((path[id(mod)], attr, value) for mod, attr, _, value in writes.values())
-
-
 def _no_traced_values_left(objects: list) -> None:
     """Traced code must not leave a traced tensor or size inside a Python object
     it was given or read (it would escape the trace and be stale on the next call)."""
     for label, value in objects:
         if holds(snapshot(value), _is_traced):
             raise TracingError(
-                f"the traced code stored a traced tensor or size in {label} (a Python object "
-                "it was given or read); symshape cannot yet write tensors back into Python "
-                "objects on later calls (a KV cache updated in place is such an object). Fix: "
-                "return the value from the function instead of storing it, store it outside "
-                "the jit-compiled function, or run this call eagerly."
+                f"the traced code stored a traced tensor or size in {label}, a Python object "
+                "it read off a module (or one deeper than symshape watches); symshape replays "
+                "writes into the objects passed as arguments and into the compiled module's "
+                "own attributes, not into objects held by a module. Fix: pass the object as an "
+                "argument (f(x, state)), store the value on the module itself "
+                "(self.last = ...), or return it from the function."
             )
 
 
@@ -469,14 +486,73 @@ def _returns_locals(src: str) -> str:
 _SIMPLE_CONTAINERS = (tuple, list, dict)
 
 
-def _output(ctx: TraceContext, result):
+def _stores(b: Builder, object_writes: list, module_writes: dict, slot_writes: list) -> list:
+    """Every write the traced call made into Python state it was given:
+    ``(target path, kind, key, value)`` (see writes.py)."""
+    out = list(object_writes)
+
+    def same(old, new) -> bool:  # nn.LSTM's `_flat_weights`: its own parameters again
+        if isinstance(old, torch.Tensor):
+            return b.proxy_of.get(id(old)) is new
+        if type(old) in (list, tuple) and type(new) is type(old) and len(old) == len(new):
+            return all(same(a, c) for a, c in zip(old, new))
+        return old is new
+
+    for mod, attr, old, value in module_writes.values():
+        if not same(old, value):
+            out.append((b.module_paths[id(mod)], "module", attr, value))
+    for mod, slot, k, value in slot_writes:
+        if slot == "_parameters":
+            raise TracingError(
+                f"the traced code assigns a new parameter {k!r} of {type(mod).__name__}; a trace "
+                "cannot replace parameters. Fix: update it in place under torch.no_grad() "
+                "(p.copy_(new)), or outside the jit-compiled function."
+            )
+        out.append((b.module_paths[id(mod)], "buffer", k, value))
+    return out
+
+
+class _Refs:
+    """``id(obj) -> index`` for the objects the caller passed in (outputs.flatten's
+    ``refs``): each one the outputs mention gets a path the Replay resolves."""
+
+    def __init__(self, tracked: dict, paths: list):
+        self.tracked = tracked
+        self.paths = paths
+
+    def __contains__(self, k) -> bool:
+        return k in self.tracked
+
+    def __getitem__(self, k) -> int:
+        return self.index(self.tracked[k])
+
+    def index(self, path: str) -> int:
+        if path not in self.paths:
+            self.paths.append(path)
+        return self.paths.index(path)
+
+
+def _output(ctx: TraceContext, result, b: Builder | None = None, stores: list = ()):
     """The traced function's result as an IR output, plus a spec (see
-    outputs.py) when the structure is not plain tuples/lists/dicts."""
-    leaves, spec = outputs.flatten(result)
-    converted = [_convert(ctx, x) for x in leaves]
-    if outputs.is_plain(spec):
-        return outputs.unflatten(converted, spec), None
-    return tuple(converted), spec
+    outputs.py) when the structure is not plain tuples/lists/dicts, plus a
+    Replay when the call wrote into the caller's objects or returns one of them."""
+    tracked = {id(o): p for o, p in b.tracked.values()} if b is not None else {}
+    refs = _Refs(tracked, [])
+    targets = [refs.index(path) for path, _, _, _ in stores]
+    lr, sr = outputs.flatten(result, refs=refs if tracked else None)
+    if not refs.paths:  # nothing written, no argument object returned
+        converted = [_convert(ctx, x) for x in lr]
+        if outputs.is_plain(sr):
+            return outputs.unflatten(converted, sr), None, None
+        return tuple(converted), sr, None
+    # written values are rebuilt on every call: a new object stored into a caller's
+    # object is never shared between calls
+    lv, sv = outputs.flatten([v for _, _, _, v in stores], refs=refs, fresh=True)
+    converted = [_convert(ctx, x) for x in lr + lv]
+    writes = [(t, kind, key) for t, (_, kind, key, _) in zip(targets, stores)]
+    modules = any(kind in ("module", "buffer") for _, kind, _ in writes)
+    replay = Replay((tuple, [sr, sv]), resolver(refs.paths, b.globals), writes, modules)
+    return tuple(converted), replay, replay
 
 
 _SIZE = OpRef("Size", torch.Size, "torch.Size")
@@ -497,7 +573,7 @@ def _convert(ctx: TraceContext, x):
         return {k: _convert(ctx, v) for k, v in x.items()}
     if isinstance(x, (torch.SymInt, torch.SymBool, torch.SymFloat)):
         return ctx.arg(x)
-    if isinstance(x, torch.Tensor):
+    if isinstance(x, (torch.Tensor, torch.Generator)):  # a generator: the input it stands for
         return ctx.arg(x)
     if x is None or t in (int, float, bool, str) or isinstance(x, (torch.dtype, torch.device)):
         return x

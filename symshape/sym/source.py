@@ -62,19 +62,26 @@ def _torch_dir() -> str | None:
     return os.path.dirname(os.path.abspath(f)) + os.sep if f else None
 
 
+def is_user_file(fn: str, tdir: str | None = None) -> bool:
+    """Is ``fn`` (a code object's filename) the user's, not symshape's, torch's or
+    the standard library's? ``tdir``: torch's directory, when the caller has it."""
+    tdir = tdir if tdir is not None else _torch_dir()
+    return not (
+        any(fn.startswith(d) for d in _SKIP_DIRS)
+        or (tdir is not None and fn.startswith(tdir))
+        or fn.startswith(_SKIP_FILES)
+        or fn.endswith(_SKIP_FILES)
+        or _stdlib(fn)
+    )
+
+
 def user_location(skip: int = 1) -> Location | None:
     """The innermost frame that belongs to neither symshape nor torch."""
     tdir = _torch_dir()
     f = sys._getframe(skip)
     while f is not None:
         fn = f.f_code.co_filename
-        if not (
-            any(fn.startswith(d) for d in _SKIP_DIRS)
-            or (tdir is not None and fn.startswith(tdir))
-            or fn.startswith(_SKIP_FILES)
-            or fn.endswith(_SKIP_FILES)
-            or _stdlib(fn)
-        ):
+        if is_user_file(fn, tdir):
             return Location(fn, f.f_lineno, f.f_code.co_name)
         f = f.f_back
     return None

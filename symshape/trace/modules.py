@@ -69,10 +69,16 @@ def _watched(cls: type) -> type:
     def __setattr__(self, name, value):
         rec = getattr(_recorders, "current", None)
         if rec is not None:
-            if _traced_value(value):
-                value = _concrete(self, name, value)
             wrote = getattr(_recorders, "write", None)
             d = object.__getattribute__(self, "__dict__")
+            if wrote is not None and _plain_attribute(d, name) and _storable(value):
+                # a traced tensor (or a list of them) stored on the module: an output of
+                # the trace, stored with this call's tensors after every call (writes.py)
+                wrote(self, name, d.get(name, MISSING), value)
+                _recorders.overlay[id(self), name] = value
+                return
+            if _traced_value(value) and _plain_attribute(d, name):
+                value = _concrete(self, name, value)
             if wrote is not None and _is_simple(value) and _plain_attribute(d, name):
                 wrote(self, name, d.get(name, MISSING), value)
                 # kept aside for this thread: other threads never see a trace's writes
@@ -135,9 +141,25 @@ def _concrete(module, name: str, value):
     if isinstance(value, torch.SymFloat):
         return float(value)
     raise TracingError(
-        f"traced code stores a traced tensor on a module ({type(module).__name__}.{name} = ...); "
-        "symshape traces must not mutate module state. Return the value instead."
+        f"traced code stores a traced tensor on a module it was given as an argument "
+        f"({type(module).__name__}.{name} = ...); symshape replays such writes only on the "
+        "module it compiles. Fix: compile the module (symshape.jit(model) or "
+        "model.forward = symshape.jit(model.forward)), or return the value instead."
     )
+
+
+def _storable(v) -> bool:
+    """A traced tensor, or a tuple/list/dict of traced tensors and plain values."""
+    from symshape.trace.proxy import TensorProxy
+
+    if isinstance(v, TensorProxy):
+        return True
+    if type(v) in (list, tuple, dict):
+        items = list(v.values()) if type(v) is dict else v
+        return any(isinstance(x, TensorProxy) for x in items) and all(
+            isinstance(x, TensorProxy) or _is_simple(x) for x in items
+        )
+    return False
 
 
 def _holds_traced(v, depth: int = 0) -> bool:
@@ -157,13 +179,17 @@ def _traced_value(v) -> bool:
 
 
 @contextmanager
-def watch(roots: list[nn.Module], record, write=None, record_class=None) -> Iterator[None]:
+def watch(
+    roots: list[nn.Module], record, write=None, record_class=None, overlay=None
+) -> Iterator[None]:
     """Report ``record(module, name, value)`` for instance-attribute reads on
     every module under ``roots`` while the block runs (on this thread),
     ``record_class(module, owner, name)`` for attributes found on a class of
     the module (a method, a class-level constant), and
-    ``write(module, name, old, value)`` for writes of plain values (``old`` is
-    ``MISSING`` when there was none)."""
+    ``write(module, name, old, value)`` for writes of plain values and traced
+    tensors (``old`` is ``MISSING`` when there was none). ``overlay`` maps
+    ``(id(module), name)`` to what the traced code reads there instead (the
+    proxies of tensors held in plain module attributes)."""
     mods = []
     seen: set[int] = set()
     for r in roots:
@@ -188,7 +214,7 @@ def watch(roots: list[nn.Module], record, write=None, record_class=None) -> Iter
             )
             _recorders.current, _recorders.write = record, write
             _recorders.cls = record_class or _ignore
-            _recorders.overlay = {}
+            _recorders.overlay = dict(overlay or {})
             try:
                 yield
             finally:
@@ -196,6 +222,25 @@ def watch(roots: list[nn.Module], record, write=None, record_class=None) -> Iter
         finally:
             for m, cls in swapped:
                 object.__setattr__(m, "__class__", cls)
+
+
+@contextmanager
+def overlaid(module: nn.Module, name: str, value) -> Iterator[None]:
+    """While the block runs on this tracing thread, ``module.name`` reads ``value``
+    (not recorded as a read, never written to the module)."""
+    overlay = getattr(_recorders, "overlay", None)
+    if overlay is None:
+        raise TracingError("symshape bug: overlaid() outside of a trace")
+    key = (id(module), name)
+    had, old = key in overlay, overlay.get(key)
+    overlay[key] = value
+    try:
+        yield
+    finally:
+        if had:
+            overlay[key] = old
+        else:
+            del overlay[key]
 
 
 def _ignore(*args) -> None:
@@ -207,12 +252,21 @@ class SlotView(dict):
     tracing thread reads the proxies, every other thread the real tensors, so
     a model served from several threads never sees a trace in progress."""
 
-    __slots__ = ("_proxies", "_thread")
+    __slots__ = ("_initial", "_proxies", "_thread")
 
     def __init__(self, real: dict, proxies: dict):
         super().__init__(real)
         self._proxies = proxies
+        self._initial = dict(proxies)
         self._thread = threading.get_ident()
+
+    def __setitem__(self, k, v):
+        if self._mine() and (k in self._proxies or _traced_value(v)):
+            self._proxies[k] = v  # the traced code set a slot (a buffer update)
+            if k not in self:
+                dict.__setitem__(self, k, v)
+            return
+        dict.__setitem__(self, k, v)
 
     def _mine(self) -> bool:
         return threading.get_ident() == self._thread
@@ -233,10 +287,13 @@ class SlotView(dict):
 
 
 @contextmanager
-def proxied(slots: list) -> Iterator[None]:
+def proxied(slots: list) -> Iterator[object]:
     """While tracing (on this thread only), modules hold proxies in their
     parameter and buffer slots: ``slots`` is ``(module, "_parameters" |
-    "_buffers", name, proxy)``."""
+    "_buffers", name, proxy)``. Yields ``written()``: ``(module, slot, name,
+    value)`` for each slot the traced code set to a traced value
+    (``self.count = self.count + 1`` on a buffer); those are not kept: the
+    jit stores this call's tensors there after every call."""
     groups: dict[tuple[int, str], tuple] = {}
     for mod, slot, name, proxy in slots:
         groups.setdefault((id(mod), slot), (mod, slot, {}))[2][name] = proxy
@@ -246,15 +303,25 @@ def proxied(slots: list) -> Iterator[None]:
             real = mod.__dict__[slot]
             mod.__dict__[slot] = SlotView(real, proxies)
             swapped.append((mod, slot, real))
-        yield
+
+        def written() -> list:
+            out = []
+            for mod, slot, _ in swapped:
+                view = mod.__dict__[slot]
+                for k, v in view._proxies.items():
+                    if view._initial.get(k) is not v:
+                        out.append((mod, slot, k, v))
+            return out
+
+        yield written
     finally:
         for mod, slot, real in swapped:
             view = mod.__dict__[slot]
-            now = list(dict.items(view))
+            now = [(k, v) for k, v in dict.items(view) if not _traced_value(v)]
             if len(now) != len(real) or any(real.get(k, view) is not v for k, v in now):
-                # written during the trace (by any thread): keep what was written
+                # written during the trace with real values (by any thread): keep them
                 real.clear()
-                real.update(dict.items(view))
+                real.update(now)
             mod.__dict__[slot] = real
 
 

@@ -250,14 +250,20 @@ def test_module_training_flag_and_attributes_are_checked():
     assert any("scale" in r for r in g.stats.recompile_reasons)
 
 
-def test_module_cannot_store_traced_values():
+def test_module_stores_traced_values_every_call():
     class M(nn.Module):
         def forward(self, x):
             self.cache = x * 2
             return self.cache
 
-    with pytest.raises(symshape.TracingError, match="mutate module state"):
-        symshape.jit(M())(torch.randn(2))
+    m = M()
+    g = symshape.jit(m, dynamic=True)
+    for n in (2, 5, 3):
+        x = torch.randn(n)
+        out = g(x)
+        assert type(m.cache) is torch.Tensor and out is m.cache  # eager returns what it stored
+        torch.testing.assert_close(m.cache, x * 2)
+    assert g.stats.compiles == 1
 
 
 def test_cache_entry_holds_no_reference_to_inputs():

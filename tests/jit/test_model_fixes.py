@@ -89,14 +89,19 @@ def test_size_stored_on_a_module_is_stored_as_eager_stores_it():
         assert type(ours.window) is int and ours.window == eager.window
 
 
-def test_tensor_stored_on_a_module_is_refused():
+def test_tensor_stored_on_a_module_is_stored_after_every_call():
     class Cache(nn.Module):
         def forward(self, x):
             self.last = x * 2
             return x
 
-    with pytest.raises(symshape.TracingError, match="stores a traced tensor"):
-        symshape.jit(Cache())(torch.randn(2))
+    m = Cache()
+    g = symshape.jit(m, dynamic=True)
+    for n in (2, 4):
+        x = torch.randn(n)
+        g(x)
+        assert type(m.last) is torch.Tensor
+        torch.testing.assert_close(m.last, x * 2)
 
 
 # -- in-place updates where gradients are needed (ResNet's `hidden_state += residual`) --------
@@ -245,3 +250,29 @@ def test_vit_attention_reshapes_need_no_divisibility_guards():
         assert_same(jf(img), tokens(img), where=f"{h}x{w}")
     assert jf.stats.compiles == 1
     assert not any("%" in g for g in jf.traces()[0].guards), jf.traces()[0].guards
+
+
+def test_tensor_on_a_plain_attribute_is_an_input_read_every_call():
+    class Carry(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+            self.last = None
+
+        def forward(self, x):
+            h = self.lin(x)
+            if self.last is not None:
+                h = h + self.last.mean()
+            self.last = h.detach()
+            return h
+
+    m, e = Carry(), Carry()
+    e.load_state_dict(m.state_dict())
+    g = symshape.jit(m, dynamic=True)
+    for n in (2, 3, 4, 5, 6):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(g(x), e(x))
+        assert type(m.last) is torch.Tensor
+        torch.testing.assert_close(m.last, e.last)
+    # the first call had no tensor there; every later one is served by one trace
+    assert g.stats.compiles == 2, g.stats

@@ -380,14 +380,36 @@ def test_module_config_counter_written_by_forward():
         assert m.state.n == ref.state.n
 
 
-def test_traced_tensor_stored_in_an_argument_object_is_refused():
+def test_traced_tensor_stored_in_an_argument_object_is_replayed():
     def f(t, c):
         c.last = t * 2
+        c.n = t.shape[0]
         return t
 
-    cfg = types.SimpleNamespace(last=None)
-    with pytest.raises(symshape.TracingError, match="stored a traced tensor or size in c"):
-        symshape.jit(f)(_x(3), cfg)
+    g = symshape.jit(f, dynamic=True)
+    for n in (3, 5, 2):
+        cfg = types.SimpleNamespace(last=None, n=0)
+        x = _x(n)
+        g(x, cfg)
+        assert type(cfg.last) is torch.Tensor and type(cfg.n) is int and cfg.n == n
+        torch.testing.assert_close(cfg.last, x * 2)
+    assert g.stats.compiles == 1
+
+
+def test_traced_tensor_stored_where_symshape_does_not_look_is_refused():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.state = types.SimpleNamespace(last=None)  # a plain object on a module
+
+        def forward(self, t):
+            self.state.last = t * 2
+            return t
+
+    m = M()
+    with pytest.raises(symshape.TracingError, match="stored a traced tensor"):
+        symshape.jit(m)(_x(3))
+    assert m.state.last is None  # nothing of the trace is left in it
 
 
 def test_module_held_by_an_argument_object():

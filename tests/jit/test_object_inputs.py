@@ -1,0 +1,196 @@
+"""Python objects passed to a jit function and changed by it, differentially
+against eager: a dataclass whose tensor attribute is rebound, a list appended
+to, a dict key set, an int counter attribute, the object itself returned
+(``out is obj``), and ``slice``/``range`` of a size returned.
+
+Each function is traced at one size and run at others. After every call the
+outputs and everything the caller can see in the objects it passed (an eager
+run works on a deep copy) are eager's: same values, exactly eager's types (a
+``torch.Tensor``, an ``int``), no symshape object left behind, and an output
+that eager returns as one of its arguments is that same argument object.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import pytest
+import torch
+from state_check import assert_like, find_symshape
+
+import symshape
+
+TRACE_AT, RUN_AT = 4, (2, 7, 1, 4, 3)
+
+
+@dataclass
+class State:
+    h: torch.Tensor
+    steps: int = 0
+
+
+class Counter:
+    def __init__(self):
+        self.n = 0
+        self.seen = []
+
+
+def _same_identity(got, args, want, eager_args, where):
+    """Outputs eager returns as one of its arguments are, under jit, the caller's argument."""
+    outs_w = want if type(want) is tuple else (want,)
+    outs_g = got if type(got) is tuple else (got,)
+    for i, w in enumerate(outs_w):
+        for j, a in enumerate(eager_args):
+            if w is a:
+                assert outs_g[i] is args[j], (
+                    f"{where}: output {i} is argument {j} in eager, a different "
+                    f"{type(outs_g[i]).__name__} under jit"
+                )
+
+
+def run(fn, make, *, persistent: bool = False, max_traces: int | None = 1):
+    """``make(n)`` builds the arguments for size ``n``; ``persistent``: the
+    first call's non-tensor arguments are kept for every later call (state
+    that accumulates), and only the tensors are rebuilt."""
+    jf = symshape.jit(fn, dynamic=True)
+    args = eager_args = None
+    for n in (TRACE_AT, *RUN_AT):
+        fresh = make(n)
+        if args is None or not persistent:
+            args, eager_args = fresh, copy.deepcopy(fresh)
+        else:
+            args = tuple(f if isinstance(f, torch.Tensor) else a for a, f in zip(args, fresh))
+            eager_args = tuple(
+                f.clone() if isinstance(f, torch.Tensor) else a for a, f in zip(eager_args, fresh)
+            )
+        where = f"{fn.__name__} at {n}"
+        want = fn(*eager_args)
+        got = jf(*args)
+        left = find_symshape((got, args), "(outputs, arguments)")
+        assert not left, f"{where}: symshape objects left: {left}"
+        assert_like(got, want, f"{where}: output")
+        assert_like(args, eager_args, f"{where}: arguments after the call")
+        _same_identity(got, args, want, eager_args, where)
+    assert jf.stats.eager_calls == 0, jf.stats
+    if max_traces is not None:
+        assert jf.stats.compiles <= max_traces, jf.stats
+    return jf
+
+
+def _x(n, seed=0):
+    return torch.randn(n, 3, generator=torch.Generator().manual_seed(seed + n))
+
+
+def test_dataclass_tensor_attribute_rebound():
+    def rebind(state, x):
+        state.h = state.h + x
+        state.steps += 1
+        return state.h.sum(0)
+
+    run(rebind, lambda n: (State(_x(n, 1)), _x(n)))
+
+
+def test_dataclass_state_carried_across_calls():
+    # one State for every call: h keeps a [3] shape, steps counts the calls
+    def carry(state, x):
+        state.h = state.h * 0.5 + x.mean(0)
+        state.steps += 1
+        return state.h + 1
+
+    run(carry, lambda n: (State(torch.zeros(3)), _x(n)), persistent=True, max_traces=None)
+
+
+def test_list_argument_appended_to():
+    def append(acc, x):
+        acc.append(x * 2)
+        return x + acc[0].sum()
+
+    run(append, lambda n: ([torch.ones(1)], _x(n)))
+
+
+def test_list_argument_grows_across_calls():
+    def append(acc, x):
+        acc.append(x * 2)
+        return len(acc)
+
+    run(append, lambda n: ([], _x(n)), persistent=True, max_traces=None)
+
+
+def test_dict_argument_key_set():
+    def setkey(d, x):
+        d["y"] = x + d["x"]
+        d["n"] = x.shape[0]
+        return d["x"] * 2
+
+    run(setkey, lambda n: ({"x": _x(n, 5)}, _x(n)))
+
+
+def test_returns_the_object_it_was_given():
+    def identity(obj, x):
+        obj.h = obj.h * x
+        return obj
+
+    run(identity, lambda n: (State(_x(n, 2)), _x(n)))
+
+
+def test_returns_the_object_and_a_tensor():
+    def pair(obj, acc, x):
+        acc.append(x)
+        return obj, acc, x + 1
+
+    run(pair, lambda n: (State(_x(n, 2)), [], _x(n)))
+
+
+def test_returns_slice_of_a_size():
+    def spans(x):
+        return slice(0, x.shape[0]), slice(1, x.shape[0] - 1, 2), x.shape[0]
+
+    run(spans, lambda n: (_x(n),))
+
+
+def test_returns_range_of_a_size():
+    # range() takes its ints through __index__, which no symbolic int can answer without
+    # a value: the size is specialized by a guard, so each size is eager's range (a
+    # retrace per size), never the traced call's and never holding a symbolic int
+    def ranges(x):
+        return range(x.shape[0]), range(1, x.shape[0], 2)
+
+    jf = run(ranges, lambda n: (_x(n),), max_traces=None)
+    assert all("x.size(0) ==" in r for r in jf.stats.recompile_reasons[:1]), jf.stats
+
+
+def test_int_counter_attribute_fresh_object():
+    def count(obj, x):
+        obj.n += x.shape[0]
+        obj.seen.append(x.shape[0])
+        return x * obj.n
+
+    run(count, lambda n: (Counter(), _x(n)))
+
+
+def test_int_counter_attribute_across_calls():
+    # the counter is an int that changes every call: a trace may specialize on it (and
+    # retrace), but it must never leave a symbolic int or a stale value behind
+    def count(obj, x):
+        obj.n += x.shape[0]
+        return x.sum() + obj.n
+
+    run(count, lambda n: (Counter(), _x(n)), persistent=True, max_traces=None)
+
+
+@pytest.mark.parametrize("rebind", [False, True])
+def test_tensor_attribute_of_user_object_in_place_and_rebound(rebind):
+    class Box:
+        def __init__(self, t):
+            self.t = t
+
+    def update(box, x):
+        if rebind:
+            box.t = box.t + x.sum(0)
+        else:
+            box.t.add_(x.sum(0))
+        return box.t * 2
+
+    update.__name__ = f"update_{'rebind' if rebind else 'inplace'}"
+    run(update, lambda n: (Box(torch.zeros(3)), _x(n)))
