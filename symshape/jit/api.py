@@ -23,13 +23,14 @@ import warnings
 from dataclasses import dataclass, field
 
 import torch
+import torch.utils._pytree as pytree
 from torch import nn
 
 from symshape.jit import wrapping
 from symshape.jit.outputs import unflatten
 from symshape.jit.policy import Dim, Policy
 from symshape.jit.prologue import InputSpecErrorAtTrace
-from symshape.jit.state import compare_by_identity
+from symshape.jit.state import _instance_dict, compare_by_identity, is_plain_object
 from symshape.jit.tracer import Traced, labels_of, trace_call
 from symshape.sym import DataDependentError
 from symshape.trace.context import current as _tracing
@@ -350,15 +351,33 @@ def _leaves(fn, args, kwargs) -> list:
     labels = labels_of(fn, args)
     out: list = []
 
-    def walk(v, label):
-        if isinstance(v, torch.Tensor) or type(v) in (int, float):
+    seen: set = set()
+
+    def walk(v, label):  # labelled as the prologue labels them (Builder.walk, _contents)
+        t = type(v)
+        if isinstance(v, torch.Tensor) or t in (int, float):
             out.append((label, v))
-        elif type(v) in (tuple, list):
+            return
+        if id(v) in seen or len(seen) > 2000:
+            return
+        seen.add(id(v))
+        if t in (tuple, list) or (isinstance(v, tuple) and hasattr(v, "_fields")):
             for i, x in enumerate(v):
                 walk(x, f"{label}[{i}]")
-        elif type(v) is dict:
+        elif t is dict:
             for k, x in v.items():
                 walk(x, f"{label}[{k!r}]")
+        elif t in pytree.SUPPORTED_NODES:  # a ModelOutput: its children by name
+            children, context = pytree.SUPPORTED_NODES[t].flatten_fn(v)
+            names = context if isinstance(context, list) and len(context) == len(children) else None
+            for i, x in enumerate(children):
+                name = names[i] if names and isinstance(names[i], str) else None
+                walk(x, f"{label}.{name}" if name else f"{label}[{i}]")
+        elif is_plain_object(v):  # an object holding tensors: its attributes
+            d = _instance_dict(v) or {}
+            for k, x in list(d.items()):
+                if isinstance(k, str) and k.isidentifier():
+                    walk(x, f"{label}.{k}")
 
     for a, lab in zip(args, labels):
         walk(a, lab)

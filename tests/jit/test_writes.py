@@ -156,3 +156,20 @@ def test_a_sliding_window_slice_stored_back_keeps_sizes_dynamic():
             torch.testing.assert_close(g(mine, x), f(ref, x))
             assert type(mine["k"]) is torch.Tensor and torch.equal(mine["k"], ref["k"])
     assert g.stats.compiles == 1, g.stats
+
+
+def test_automatic_dynamism_sees_the_tensors_inside_an_object():
+    # dynamic=None: the growing cache tensor becomes dynamic after it changes once,
+    # instead of one trace per length
+    def f(box, x):
+        box.h = torch.cat([box.h, x])
+        return box.h.sum()
+
+    g = symshape.jit(f)
+    box, ref = Box(_x(1, 2)), None
+    ref = Box(box.h.clone())
+    for _ in range(6):
+        x = _x(1, 2)
+        torch.testing.assert_close(g(box, x), f(ref, x))
+        torch.testing.assert_close(box.h, ref.h)
+    assert g.stats.compiles == 2, g.stats

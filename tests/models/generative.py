@@ -146,8 +146,12 @@ GEN = {
         GenCase("llama", _decoder("LlamaConfig", "LlamaForCausalLM"), text_inputs),
         # a sliding window of 8 (shorter than prompt + 16 new tokens): DynamicSlidingWindowLayer,
         # whose `cumulative_length` int is state the forward updates
+        # Mistral's own config: a sliding window (4096) longer than any sequence here
+        GenCase("mistral", _decoder("MistralConfig", "MistralForCausalLM"), text_inputs),
+        # a window of 8, shorter than prompt + 16: DynamicSlidingWindowLayer fills, and its
+        # `cumulative_length` int is state the forward updates
         GenCase(
-            "mistral",
+            "mistral_window8",
             _decoder("MistralConfig", "MistralForCausalLM", sliding_window=8),
             text_inputs,
             traces=4,

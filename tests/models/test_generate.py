@@ -30,8 +30,8 @@ import symshape
 from tests.models.generative import BOS, GEN
 
 NEW = 16  # tokens each generate() makes
-# (batch, prompt length) of the two generate() calls; both prompts shorter than mistral's
-# sliding window (8), so its second generate() takes the first one's branches
+# (batch, prompt length) of the two generate() calls; both prompts shorter than
+# mistral_window8's sliding window (8), so its second generate() takes the first one's branches
 FIRST, SECOND = (2, 5), (3, 7)
 FAST = ("gpt2", "t5")
 
@@ -129,7 +129,9 @@ def _greedy_loop(fn, name, cache, prompt, steps: int = 8):
     return torch.cat(tokens, 1)
 
 
-@pytest.mark.parametrize("name", ["llama", "t5", pytest.param("mistral", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "name", ["llama", "t5", pytest.param("mistral_window8", marks=pytest.mark.slow)]
+)
 def test_one_cache_object_reused_by_a_loop(name):
     model = GEN[name].build()
     eager = copy.deepcopy(model)
