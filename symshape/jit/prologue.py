@@ -32,6 +32,8 @@ from torch.utils.hooks import RemovableHandle
 from symshape.ir import TensorMeta, Var
 from symshape.jit.generators import generator_input
 from symshape.jit.input_autograd import InputAutograd
+from symshape.jit.layouts import dense_order, narrowed_dim, permuted_strides
+from symshape.jit.object_inputs import ObjectInputs, holds_tensors
 from symshape.jit.policy import DYNAMIC, STATIC, DerivedDim, Dim, split_dim
 from symshape.jit.state import (
     ClassGuard,
@@ -40,8 +42,6 @@ from symshape.jit.state import (
     ModuleGuard,
     ObjectGuard,
     TreeGuard,
-    _instance_dict,
-    _slots,
     hook_dicts,
     is_plain_object,
     snapshot,
@@ -96,7 +96,7 @@ class Prologue:
 
 
 @dataclass
-class Builder:
+class Builder(ObjectInputs):
     ctx: object
     policy: object
     is_module: bool
@@ -269,7 +269,7 @@ class Builder:
             if t not in (set, frozenset):
                 # its containers are watched for writes; if it holds tensors, it is
                 # flattened: its tensors and ints are inputs of their own
-                self._contents(value, src, label, path, inner, set(), holes, _holds_tensors(value))
+                self._contents(value, src, label, path, inner, set(), holes, holds_tensors(value))
             og = ObjectGuard(value, label, holes=holes)
             self.objects.append((og, value))
             g = self.const(og, "_state")
@@ -292,104 +292,6 @@ class Builder:
             into=out,
         )
         return value
-
-    def _swap(self, container, kind: str, new) -> None:
-        """Items (or attributes) of ``container`` that the trace sees as proxies."""
-        items = new.items() if isinstance(new, dict) else enumerate(new)
-        for k, v in items:
-            old = getattr(container, k) if kind == "attr" else container[k]
-            if v is not old:
-                self.swaps.append((container, kind, k, v))
-
-    def _contents(
-        self, obj, src: str, label: str, path: str, out, seen: set, holes: set, values: bool
-    ):
-        """Watch the containers inside an argument object (its attributes, and the
-        lists, dicts, tuples and objects under them) for writes. With ``values``
-        (it holds tensors), each tensor, int and float in them is an input of its
-        own (``holes``: where they are); the object's other state is its
-        ObjectGuard's. Returns ``obj``, or a new tuple of proxies for a tuple."""
-        t = type(obj)
-        if id(obj) in seen or len(seen) > 2000:
-            return obj
-        seen.add(id(obj))
-        if t in (list, tuple):
-            items = [(i, v, f"[{i}]") for i, v in enumerate(obj)]
-        elif t is dict:
-            items = [(k, v, f"[{k!r}]") for k, v in obj.items() if type(k) in (str, int)]
-        else:
-            d = _instance_dict(obj) or {}
-            names = [k for k in d if isinstance(k, str) and k.isidentifier()]
-            names += [n for n in _slots(t) if hasattr(obj, n)]
-            items = [(k, d[k] if k in d else getattr(obj, k), f".{k}") for k in names]
-        new = {}
-        for k, v, suffix in items:
-            where = (f"{src}{suffix}", f"{label}{suffix}", f"{path}{suffix}")
-            tv = type(v)
-            if values and (isinstance(v, torch.Tensor) or tv is int or tv is float):
-                holes.add((id(obj), k))
-                if isinstance(v, torch.Tensor):
-                    new[k] = self._tensor(v, where[0], where[1], out, False)
-                else:
-                    new[k] = self.walk(v, where[0], where[1], out, path=where[2])
-            elif tv in (list, dict) or (tv is tuple and values) or is_plain_object(v):
-                new[k] = self._contents(v, *where, out, seen, holes, values)
-            else:
-                new[k] = v  # guarded by the object's snapshot
-        if t is tuple:
-            return tuple(new.values()) if any(new[i] is not v for i, v in enumerate(obj)) else obj
-        self.tracked.setdefault(id(obj), (obj, path))
-        self._swap(obj, "attr" if t not in (list, dict) else "item", new)
-        return obj
-
-    def _pytree(self, value, node, src: str, label: str, out, path: str):
-        """A torch.utils._pytree node (transformers' ModelOutput): guarded by
-        type and context, its children walked; the traced code gets a new one."""
-        children, context = node.flatten_fn(value)
-        loc, kids = self.local(f"_{label}"), self.local(f"_{label}_children")
-        T, fl, cx = (
-            self.const(type(value), "_T"),
-            self.const(node.flatten_fn, "_flatten"),
-            self.const(context, "_context"),
-        )
-        out.append(f"{loc} = {src}")
-        self.fail(
-            f"type({loc}) is not {T}",
-            f"{label} is a {type(value).__name__}",
-            f"type({loc}).__name__",
-            into=out,
-        )
-        out.append(f"{kids}, _ctx = {fl}({loc})")
-        self.fail(f"_ctx != {cx}", f"{label} has the structure {context!r}", "_ctx", into=out)
-        names = context if isinstance(context, list) and len(context) == len(children) else None
-        items = [
-            self.walk(
-                c,
-                f"{kids}[{i}]",
-                f"{label}.{names[i]}" if names and isinstance(names[i], str) else f"{label}[{i}]",
-                out,
-                path=f"{fl}({path})[0][{i}]",
-            )
-            for i, c in enumerate(children)
-        ]
-        return node.unflatten_fn(items, context)
-
-    def _modules_in(self, obj, src: str, label: str, out, depth: int, path: str = "") -> None:
-        """Modules held by an argument object (``holder.net``) are walked like
-        module arguments: parameters read each call, their state guarded."""
-        d = getattr(obj, "__dict__", None)
-        if d is None or depth > 2:
-            return
-        for name, v in list(d.items()):
-            if not name.isidentifier():
-                continue
-            if isinstance(v, nn.Module) and id(v) not in self.module_locals:
-                self.roots.append(v)
-                self.module(v, f"{src}.{name}", f"{label}.{name}", out, f"{path}.{name}")
-            elif is_plain_object(v):
-                self._modules_in(
-                    v, f"{src}.{name}", f"{label}.{name}", out, depth + 1, f"{path}.{name}"
-                )
 
     def _int(self, value: int, src: str, label: str, out) -> object:
         self.leaves.append((label, value))
@@ -766,88 +668,6 @@ class Builder:
             self.lines.extend(i.post)
             i.example = None
         self.leaves.clear()  # (label, value) pairs: they hold the inputs
-
-    def _parents(self) -> dict:
-        parents: dict[int, int | None] = {}
-        for mid, mod in self.module_of.items():
-            parents.setdefault(mid, None)
-            for sub in mod._modules.values():
-                if sub is not None and id(sub) in self.module_of:
-                    parents.setdefault(id(sub), mid)
-        return parents
-
-
-def _holds_tensors(v, depth: int = 0, seen=None) -> bool:
-    """Does a plain object hold a tensor (in its attributes, lists, dicts, tuples)?"""
-    seen = set() if seen is None else seen
-    if isinstance(v, torch.Tensor):
-        return True
-    if depth > 8 or id(v) in seen:
-        return False
-    seen.add(id(v))
-    t = type(v)
-    if t in (list, tuple):
-        return any(_holds_tensors(x, depth + 1, seen) for x in v)
-    if t is dict:
-        return any(_holds_tensors(x, depth + 1, seen) for x in v.values())
-    if is_plain_object(v):
-        d = _instance_dict(v) or {}
-        vals = list(d.values()) + [getattr(v, n, None) for n in _slots(t)]
-        return any(_holds_tensors(x, depth + 1, seen) for x in vals)
-    return False
-
-
-def narrowed_dim(t: torch.Tensor) -> tuple[int, int] | None:
-    """``(k, extent)`` when ``t`` has the strides of a contiguous tensor whose
-    dimension ``k`` (not the first) is ``extent`` long instead of ``t.size(k)``:
-    ``t`` is a slice of it along ``k``. Else None (size 0 or 1 makes strides arbitrary)."""
-    shape, st = tuple(t.shape), t.stride()
-    if len(shape) < 2 or any(n <= 1 for n in shape):
-        return None
-    inner = 1
-    for k in range(len(shape) - 1, 0, -1):
-        if st[k] != inner:
-            return None
-        if st[k - 1] != inner * shape[k]:
-            if st[k - 1] % inner or st[k - 1] // inner <= shape[k]:
-                return None
-            extent = st[k - 1] // inner
-            acc = inner * extent
-            for j in range(k - 1, -1, -1):  # every outer stride is contiguous over the wide shape
-                if st[j] != acc:
-                    return None
-                acc *= shape[j]
-            return k, extent
-        inner *= shape[k]
-    return None
-
-
-def dense_order(t: torch.Tensor) -> tuple[int, ...] | None:
-    """The dimension order (outermost first) in which a non-contiguous tensor
-    is dense and non-overlapping (a transpose, ``channels_last``, a Fortran-order
-    matrix), or None. A size 0 makes every stride arbitrary: None then too; a
-    size-1 dimension's stride is arbitrary as well, so it must sit where the
-    order puts it (the prologue checks every stride of every call)."""
-    shape, st = tuple(t.shape), t.stride()
-    if 0 in shape:
-        return None
-    order = tuple(sorted(range(len(shape)), key=lambda d: (-st[d], d)))
-    expect = 1
-    for d in reversed(order):
-        if st[d] != expect:
-            return None
-        expect *= shape[d]
-    return order
-
-
-def permuted_strides(shape: list, order: tuple[int, ...]) -> tuple:
-    """Strides of a dense layout in ``order``, as expressions of the sizes."""
-    out: list = [None] * len(shape)
-    acc = 1
-    for d in reversed(order):
-        out[d] = acc
-        acc = acc * shape[d]
-    return tuple(out)
 
 
 def _root_source(size: str, scale: int, offset: int) -> str:

@@ -1,0 +1,137 @@
+"""Arguments that are Python objects, walked by the prologue Builder.
+
+An object holding tensors (a KV cache, a dataclass of tensors) is passed to the
+traced code as itself: ``_contents`` finds its tensors and ints (inputs of their
+own, swapped for proxies while tracing) and the containers under it, whose
+writes are replayed (writes.py). ``_pytree`` flattens torch.utils._pytree nodes
+(transformers' ModelOutput); ``_modules_in`` walks modules an object holds.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from symshape.jit.state import _instance_dict, _slots, is_plain_object
+
+
+class ObjectInputs:
+    """Builder methods for object arguments (mixed into prologue.Builder)."""
+
+    def _swap(self, container, kind: str, new) -> None:
+        """Items (or attributes) of ``container`` that the trace sees as proxies."""
+        items = new.items() if isinstance(new, dict) else enumerate(new)
+        for k, v in items:
+            old = getattr(container, k) if kind == "attr" else container[k]
+            if v is not old:
+                self.swaps.append((container, kind, k, v))
+
+    def _contents(
+        self, obj, src: str, label: str, path: str, out, seen: set, holes: set, values: bool
+    ):
+        """Watch the containers inside an argument object (its attributes, and the
+        lists, dicts, tuples and objects under them) for writes. With ``values``
+        (it holds tensors), each tensor, int and float in them is an input of its
+        own (``holes``: where they are); the object's other state is its
+        ObjectGuard's. Returns ``obj``, or a new tuple of proxies for a tuple."""
+        t = type(obj)
+        if id(obj) in seen or len(seen) > 2000:
+            return obj
+        seen.add(id(obj))
+        if t in (list, tuple):
+            items = [(i, v, f"[{i}]") for i, v in enumerate(obj)]
+        elif t is dict:
+            items = [(k, v, f"[{k!r}]") for k, v in obj.items() if type(k) in (str, int)]
+        else:
+            d = _instance_dict(obj) or {}
+            names = [k for k in d if isinstance(k, str) and k.isidentifier()]
+            names += [n for n in _slots(t) if hasattr(obj, n)]
+            items = [(k, d[k] if k in d else getattr(obj, k), f".{k}") for k in names]
+        new = {}
+        for k, v, suffix in items:
+            where = (f"{src}{suffix}", f"{label}{suffix}", f"{path}{suffix}")
+            tv = type(v)
+            if values and (isinstance(v, torch.Tensor) or tv is int or tv is float):
+                holes.add((id(obj), k))
+                if isinstance(v, torch.Tensor):
+                    new[k] = self._tensor(v, where[0], where[1], out, False)
+                else:
+                    new[k] = self.walk(v, where[0], where[1], out, path=where[2])
+            elif tv in (list, dict) or (tv is tuple and values) or is_plain_object(v):
+                new[k] = self._contents(v, *where, out, seen, holes, values)
+            else:
+                new[k] = v  # guarded by the object's snapshot
+        if t is tuple:
+            return tuple(new.values()) if any(new[i] is not v for i, v in enumerate(obj)) else obj
+        self.tracked.setdefault(id(obj), (obj, path))
+        self._swap(obj, "attr" if t not in (list, dict) else "item", new)
+        return obj
+
+    def _pytree(self, value, node, src: str, label: str, out, path: str):
+        """A torch.utils._pytree node (transformers' ModelOutput): guarded by
+        type and context, its children walked; the traced code gets a new one."""
+        children, context = node.flatten_fn(value)
+        loc, kids = self.local(f"_{label}"), self.local(f"_{label}_children")
+        T, fl, cx = (
+            self.const(type(value), "_T"),
+            self.const(node.flatten_fn, "_flatten"),
+            self.const(context, "_context"),
+        )
+        out.append(f"{loc} = {src}")
+        self.fail(
+            f"type({loc}) is not {T}",
+            f"{label} is a {type(value).__name__}",
+            f"type({loc}).__name__",
+            into=out,
+        )
+        out.append(f"{kids}, _ctx = {fl}({loc})")
+        self.fail(f"_ctx != {cx}", f"{label} has the structure {context!r}", "_ctx", into=out)
+        names = context if isinstance(context, list) and len(context) == len(children) else None
+        items = [
+            self.walk(
+                c,
+                f"{kids}[{i}]",
+                f"{label}.{names[i]}" if names and isinstance(names[i], str) else f"{label}[{i}]",
+                out,
+                path=f"{fl}({path})[0][{i}]",
+            )
+            for i, c in enumerate(children)
+        ]
+        return node.unflatten_fn(items, context)
+
+    def _modules_in(self, obj, src: str, label: str, out, depth: int, path: str = "") -> None:
+        """Modules held by an argument object (``holder.net``) are walked like
+        module arguments: parameters read each call, their state guarded."""
+        d = getattr(obj, "__dict__", None)
+        if d is None or depth > 2:
+            return
+        for name, v in list(d.items()):
+            if not name.isidentifier():
+                continue
+            if isinstance(v, nn.Module) and id(v) not in self.module_locals:
+                self.roots.append(v)
+                self.module(v, f"{src}.{name}", f"{label}.{name}", out, f"{path}.{name}")
+            elif is_plain_object(v):
+                self._modules_in(
+                    v, f"{src}.{name}", f"{label}.{name}", out, depth + 1, f"{path}.{name}"
+                )
+
+
+def holds_tensors(v, depth: int = 0, seen=None) -> bool:
+    """Does a plain object hold a tensor (in its attributes, lists, dicts, tuples)?"""
+    seen = set() if seen is None else seen
+    if isinstance(v, torch.Tensor):
+        return True
+    if depth > 8 or id(v) in seen:
+        return False
+    seen.add(id(v))
+    t = type(v)
+    if t in (list, tuple):
+        return any(holds_tensors(x, depth + 1, seen) for x in v)
+    if t is dict:
+        return any(holds_tensors(x, depth + 1, seen) for x in v.values())
+    if is_plain_object(v):
+        d = _instance_dict(v) or {}
+        vals = list(d.values()) + [getattr(v, n, None) for n in _slots(t)]
+        return any(holds_tensors(x, depth + 1, seen) for x in vals)
+    return False
