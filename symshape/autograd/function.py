@@ -3,7 +3,14 @@
 The compiled forward returns the user's outputs followed by what the
 backward needs (saved tensors, then saved sizes as ints); a
 ``torch.autograd.Function`` hands the saved values to the compiled backward
-when ``loss.backward()`` reaches it. The backward is itself not
+when ``loss.backward()`` reaches it.
+
+Memory: the backward is compiled ``boxed`` (it takes one list and empties
+it), and the Function drops its own references to the saved tensors before
+calling it (``ctx.maybe_clear_saved_tensors()``, a no-op under
+``retain_graph=True``), so each saved tensor is freed at its last use in the
+backward, as eager's autograd frees each node's saved tensors when the node
+has run. The backward is itself not
 differentiable: ``create_graph=True`` raises a clear error.
 """
 
@@ -17,6 +24,7 @@ def make_function(
 ):
     """An autograd.Function running ``forward``/``backward``.
 
+    ``backward`` takes a list of its inputs (compiled with ``boxed=True``).
     ``diff_out``: positions of the outputs whose gradients the backward takes;
     ``grad_in``: positions of the forward inputs it returns gradients for."""
 
@@ -40,7 +48,9 @@ def make_function(
                 "trace is not itself differentiable). Compute higher-order gradients without "
                 "symshape.jit, or call backward without create_graph=True."
             )
-        grads = backward(*ctx.saved_tensors, *ctx.sizes, *(gouts[i] for i in diff_out))
+        args = [*ctx.saved_tensors, *ctx.sizes, *(gouts[i] for i in diff_out)]
+        ctx.maybe_clear_saved_tensors()
+        grads = backward(args)
         result = [None] * n_in
         for pos, g in zip(grad_in, grads):
             result[pos] = g

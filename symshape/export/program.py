@@ -144,7 +144,7 @@ def _compile(name: str, computation: Trace, backward: Trace | None, autograd: di
     fn = make_function(
         name.title().replace("_", ""),
         run,
-        compile_trace(backward),
+        compile_trace(backward, boxed=True),
         a["n_out"],
         a["n_saved"],
         a["diff_out"],

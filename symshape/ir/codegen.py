@@ -26,8 +26,11 @@ def compile_source(source: str, name: str, extra_globals: dict, filename_hint: s
     return g[name]
 
 
-def compile_trace(trace: Trace, source: str | None = None) -> Callable:
-    """The trace as a Python function; runs exactly ``python_source(trace)``."""
-    src = python_source(trace) if source is None else source
+def compile_trace(trace: Trace, source: str | None = None, boxed: bool = False) -> Callable:
+    """The trace as a Python function; runs exactly ``python_source(trace,
+    release=True, boxed=boxed)``: the printed trace plus a ``del`` after each
+    tensor's last use. ``boxed``: the function takes a list of its inputs and
+    empties it (see ``python_source``)."""
+    src = python_source(trace, release=True, boxed=boxed) if source is None else source
     extra = {"_assert_failed": assert_failed_fn(trace.asserts), **trace.constants}
     return compile_source(src, trace.name, extra, trace.name)

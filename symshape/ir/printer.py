@@ -12,6 +12,7 @@ import math
 
 import torch
 
+from symshape.ir.liveness import releases
 from symshape.ir.node import ASSERT, CONST, SYM, Node, Var
 from symshape.ir.trace import Trace
 from symshape.sym import expr as E
@@ -69,29 +70,31 @@ def expr_source(expr, pairs) -> str:
     return E.to_str(expr, lambda s: names[s])
 
 
-def node_lines(n: Node) -> list[str]:
-    """The statement(s) for one node, without indentation."""
+def node_lines(n: Node, after: str = "") -> list[str]:
+    """The statement(s) for one node, without indentation; ``after`` is code
+    appended to its last statement, before the comment."""
     note = _comment(n)
     if n.op is SYM:
         expr, pairs = n.args
-        return [f"{n.outputs[0].name} = {expr_source(expr, pairs)}{note}"]
+        return [f"{n.outputs[0].name} = {expr_source(expr, pairs)}{after}{note}"]
     if n.op is ASSERT:
         cond, index, pairs = n.args
         values = ", ".join(f"{v.name}={v.name}" for _, v in pairs)
-        return [
+        lines = [
             f"if not ({expr_source(cond, pairs)}):",
             f"    _assert_failed({index}, {values}){note}",
         ]
+        return lines + [after[2:]] if after else lines
     if n.op is CONST:
-        return [f"{n.outputs[0].name} = {fmt(n.args[0])}{note}"]
+        return [f"{n.outputs[0].name} = {fmt(n.args[0])}{after}{note}"]
     args = [fmt(a) for a in n.args] + [f"{k}={fmt(v)}" for k, v in n.kwargs]
     call = f"{alias(n.op)}({', '.join(args)})"
     if not n.outputs:
-        return [call + note]
+        return [call + after + note]
     lhs = ", ".join(v.name for v in n.outputs)
     if n.unpack and len(n.outputs) == 1:
         lhs += ","
-    return [f"{lhs} = {call}{note}"]
+    return [f"{lhs} = {call}{after}{note}"]
 
 
 def _comment(n: Node) -> str:
@@ -111,7 +114,13 @@ def alias(op) -> str:
     return "_" + op.name
 
 
-def python_source(trace: Trace) -> str:
+def python_source(trace: Trace, release: bool = False, boxed: bool = False) -> str:
+    """The trace as Python. ``release``: drop each tensor after its last use
+    (``; del t0`` on that line, so line numbers match the plain print).
+    ``boxed``: the function takes one list of its inputs and empties it, so it
+    holds the only references and frees inputs after their last use too (the
+    backward's saved tensors); implies ``release``."""
+    release = release or boxed
     ops: dict[str, str] = {}
     for n in trace.nodes:
         if n.op not in (SYM, ASSERT, CONST):
@@ -130,17 +139,35 @@ def python_source(trace: Trace) -> str:
     lines += [f"{a} = {src}" for a, src in sorted(ops.items())]
     for name, value in trace.constants.items():
         lines.append(f"# {name}: constant {_describe_const(value)}")
+    if release:
+        lines.append("# each tensor is freed after its last use (`; del`)")
+    else:
+        lines.append(
+            "# the compiled code frees each tensor after its last use: .python(release=True)"
+        )
     lines.append("")
-    lines.append(f"def {trace.name}({', '.join(v.name for v in trace.inputs)}):")
+    params = ", ".join(v.name for v in trace.inputs)
+    dead = releases(trace, include_inputs=boxed) if release else {}
     body = []
+    if boxed:
+        lines.append(f"def {trace.name}(_inputs):")
+        if trace.inputs:
+            unpack = params + ("," if len(trace.inputs) == 1 else "")
+            body.append(f"{unpack} = _inputs; _inputs.clear(){_dels(dead.get(-1))}")
+    else:
+        lines.append(f"def {trace.name}({params}):")
     for v in trace.inputs:
         if v.meta is not None and not isinstance(v.meta, (E.Expr, int)):
             body.append(f"# {v.name}: {v.meta}")
-    for n in trace.nodes:
-        body += node_lines(n)
+    for i, n in enumerate(trace.nodes):
+        body += node_lines(n, _dels(dead.get(i)))
     body.append(f"return {fmt(trace.output)}")
     lines += ["    " + b for b in body]
     return "\n".join(lines) + "\n"
+
+
+def _dels(vs) -> str:
+    return f"; del {', '.join(v.name for v in vs)}" if vs else ""
 
 
 def _describe_const(value) -> str:

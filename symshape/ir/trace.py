@@ -33,10 +33,12 @@ class Trace:
     constants: dict = field(default_factory=dict)  # name -> lifted constant value
     doc: str = ""
 
-    def python(self) -> str:
+    def python(self, release: bool = False) -> str:
+        """The trace as Python; ``release=True``: exactly the code that runs, with a
+        ``del`` after each tensor's last use."""
         from symshape.ir.printer import python_source
 
-        return python_source(self)
+        return python_source(self, release=release)
 
     def __str__(self) -> str:
         return self.python()

@@ -82,6 +82,10 @@ class TraceEntry:
         # writes into the caller's objects and modules, made after each call (writes.py)
         self.replay = traced.replay
         tree = traced.prologue.tree
+        # what tracing needed and calls do not: the prologue builder and the backward
+        # builder hold the traced call's arguments, proxies and tracing context, which
+        # an entry kept for later calls must not keep alive
+        traced.builder = traced.grad = None
         # after its own writes, the module tree is still the one the prologue accepted
         self.rebase = (
             tree.rebase if tree is not None and self.replay and self.replay.modules else None

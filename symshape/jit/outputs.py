@@ -101,35 +101,38 @@ def _rebuildable(x) -> bool:
 
 def unflatten(leaves, spec, objects=()):
     """Rebuild the structure; ``("ref", i)`` is ``objects[i]``."""
-    it = iter(leaves)
+    return _build(spec, iter(leaves), objects)
 
-    def build(s):
-        kind = s[0]
-        if kind == "leaf":
-            return next(it)
-        if kind == "ref":
-            return objects[s[1]]
-        if kind == "call":
-            return s[1](*[build(c) for c in s[2]])
-        if kind is tuple:
-            return tuple(build(c) for c in s[1])
-        if kind is list:
-            return [build(c) for c in s[1]]
-        if kind is dict:
-            return {k: build(c) for k, c in zip(s[1], s[2])}
-        if kind == "tuple_subclass":
-            items = [build(c) for c in s[2]]
-            return s[1](*items) if hasattr(s[1], "_fields") else s[1](items)
-        if kind == "pytree":
-            return pytree.SUPPORTED_NODES[s[1]].unflatten_fn([build(c) for c in s[3]], s[2])
-        if kind == "const":
-            return s[1]
-        obj = object.__new__(s[1])
-        for k, c in s[2]:
-            object.__setattr__(obj, k, build(c))
-        return obj
 
-    return build(spec)
+def _build(s, it, objects):
+    # a module-level function, not a recursive closure: a closure that calls itself
+    # is a reference cycle, and its cell holding ``it`` would keep this call's
+    # outputs (and what their autograd graph saves) alive until the next gc pass
+    kind = s[0]
+    if kind == "leaf":
+        return next(it)
+    if kind == "ref":
+        return objects[s[1]]
+    if kind == "call":
+        return s[1](*[_build(c, it, objects) for c in s[2]])
+    if kind is tuple:
+        return tuple(_build(c, it, objects) for c in s[1])
+    if kind is list:
+        return [_build(c, it, objects) for c in s[1]]
+    if kind is dict:
+        return {k: _build(c, it, objects) for k, c in zip(s[1], s[2])}
+    if kind == "tuple_subclass":
+        items = [_build(c, it, objects) for c in s[2]]
+        return s[1](*items) if hasattr(s[1], "_fields") else s[1](items)
+    if kind == "pytree":
+        children = [_build(c, it, objects) for c in s[3]]
+        return pytree.SUPPORTED_NODES[s[1]].unflatten_fn(children, s[2])
+    if kind == "const":
+        return s[1]
+    obj = object.__new__(s[1])
+    for k, c in s[2]:
+        object.__setattr__(obj, k, _build(c, it, objects))
+    return obj
 
 
 def is_plain(spec) -> bool:

@@ -317,7 +317,7 @@ def _trace_once(
         fn = make_function(
             name.title().replace("_", ""),
             run,
-            compile_trace(backward),
+            compile_trace(backward, boxed=True),
             grad.n_out,
             len(grad.backward.saved),
             grad.diff_out,

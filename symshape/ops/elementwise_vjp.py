@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from symshape.ops.grad import is_t, needs, nondifferentiable, vjp
+from symshape.ops.grad import aten, is_t, needs, nondifferentiable, vjp
 
 # -- unary -------------------------------------------------------------------------------
 UNARY = {
@@ -106,17 +106,13 @@ nondifferentiable(
 )  # fmt: skip
 
 
+aten("gelu_backward", like=1)
+
+
 @vjp("gelu")
 def _gelu(ctx, grads, outs, input, approximate="none"):
-    (g,) = grads
-    x = input
-    if approximate == "tanh":  # d/dx 0.5 x (1 + tanh(k (x + c x^3)))
-        k, c = math.sqrt(2.0 / math.pi), 0.044715
-        t = (k * (x + c * x * x * x)).tanh()
-        return {0: g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * c * x * x))}
-    cdf = 0.5 * (1 + (x * (1 / math.sqrt(2.0))).erf())  # Phi(x) + x phi(x)
-    pdf = (-0.5 * x * x).exp() * (1 / math.sqrt(2 * math.pi))
-    return {0: g * (cdf + x * pdf)}
+    # eager's own kernel: one pass, bit-identical to eager's gradient
+    return {0: torch.ops.aten.gelu_backward(grads[0], input, approximate=approximate)}
 
 
 @vjp("leaky_relu")

@@ -32,13 +32,26 @@ def sizes(ctx, x) -> list:
     return [ctx.symint(d) for d in ctx.meta(x).shape]
 
 
+def same_shape(ctx, g, shape) -> bool:
+    """Is ``g``'s shape provably ``shape`` (ints, SymInts or Exprs)? No guard."""
+    have = ctx.meta(g).shape
+    want = [ctx.sym(d) for d in shape]
+    return len(have) == len(want) and all(
+        a is b or ctx.known(L.eq(a, b)) is True for a, b in zip(have, want)
+    )
+
+
 def reshaped(ctx, g, x):
     """``g.reshape(x.shape)`` (``x`` a tensor or a list of sizes). A tensor that
     is not row-major is copied first: deciding whether a view could express it
-    would guard sizes against 0 and 1."""
+    would guard sizes against 0 and 1. A gradient already of that shape is
+    returned as it is (eager's reshape to the same sizes is a view too)."""
+    shape = sizes(ctx, x) if isinstance(x, torch.Tensor) else list(x)
+    if same_shape(ctx, g, shape):
+        return g
     if ctx.meta(g).strides is not None:
         g = g.contiguous()
-    return g.view(sizes(ctx, x) if isinstance(x, torch.Tensor) else list(x))
+    return g.view(shape)
 
 
 def zeros_of(ctx, like, x):
@@ -109,9 +122,27 @@ def INDEX_BACKWARD(ctx, op, grad, size, index):
 
 def scatter_into(ctx, g, x, index):
     """The gradient of ``x[index]``: ``g`` written into zeros shaped like ``x``
-    (a tensor, or a list of sizes)."""
+    (a tensor, or a list of sizes); ``g`` itself where the index reads all of
+    ``x`` in order (``h[:, 0:]``, ``x[...]``), as eager's alias of ``x`` passes its
+    gradient through."""
     size = sizes(ctx, x) if isinstance(x, torch.Tensor) else list(x)
+    if _reads_all(_items(index)) and same_shape(ctx, g, size):
+        return g
     return INDEX_BACKWARD.rule(ctx, INDEX_BACKWARD, g, size, index)
+
+
+def _reads_all(items) -> bool:
+    """Only ``...`` and slices from 0 with step 1: with the gradient of the input's
+    shape, each slice then spans its whole dimension."""
+
+    def zero_or_none(v, default):
+        return v is None or (type(v) is int and v == default)
+
+    return all(
+        it is Ellipsis
+        or (type(it) is slice and zero_or_none(it.start, 0) and zero_or_none(it.step, 1))
+        for it in items
+    )
 
 
 @vjp("getitem")

@@ -172,8 +172,25 @@ def layer_norm(
 ):
     m = ctx.meta(input)
     _normalized(ctx, m, normalized_shape, weight, bias)
+    if _differentiated(ctx, input, weight, bias):
+        # what eager's layer_norm runs: the kernel that also returns mean and 1/std,
+        # which the gradient then reads instead of recomputing them
+        ns = (
+            [normalized_shape]
+            if isinstance(normalized_shape, (int, torch.SymInt))
+            else list(normalized_shape)
+        )
+        kernel = torch.ops.aten.native_layer_norm.default
+        return decompose(ctx, kernel, input, ns, weight, bias, eps)[0]
     args = (input, normalized_shape, weight, bias, eps, cudnn_enable)
     return ctx.emit(op, args, {}, out(ctx, m.shape, m.dtype, input))
+
+
+def _differentiated(ctx, *tensors) -> bool:
+    """Will the backward differentiate this op (grad mode on, an input needing it)?"""
+    return torch.is_grad_enabled() and any(
+        t is not None and ctx.meta(t).requires_grad for t in tensors
+    )
 
 
 @functional(F.layer_norm, "layer_norm")

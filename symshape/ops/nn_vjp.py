@@ -3,14 +3,16 @@ attention, pixel shuffle.
 
 The normalizations call eager's own backward kernels
 (``native_layer_norm_backward``, ``native_group_norm_backward``,
-``native_batch_norm_backward``). Their saved statistics (mean, 1/std) are
-recomputed in the backward from the saved input by the forward kernel eager
-runs (``native_layer_norm``...), so they are bit-identical to eager's and the
-forward trace stays unchanged::
+``native_batch_norm_backward``). A differentiated ``layer_norm`` runs the
+kernel eager's runs, ``native_layer_norm``, in the forward, and its gradient
+reads the mean and 1/std that kernel returned, as eager's does::
 
-    t0 = _layer_norm(x, (8,), w, b, 1e-05, True)  # f32[s0, 8]          (forward)
-    t1, t2, t3 = _aten_native_layer_norm(x, [8], w, None, 1e-05)       (backward)
-    t4, t5, t6 = _aten_native_layer_norm_backward(g_t0_0, x, [8], t2, t3, w, b, [True, True, True])
+    t0, t1, t2 = _aten_native_layer_norm(x, [8], w, b, 1e-05)   (forward)
+    t3, t4, t5 = _aten_native_layer_norm_backward(g_t0_0, x, [8], t1, t2, w, b, [True, True, True])
+
+Group and batch norm statistics are recomputed in the backward from the saved
+input by the forward kernel eager runs (``native_group_norm``...), so they are
+bit-identical to eager's and the forward trace stays unchanged.
 
 Dropout with a gradient records the noise it multiplies by (``nn.py``:
 ``dropout_noise``, eager's own algorithm and random draws); the gradient
@@ -147,6 +149,23 @@ def _layer_norm(
     _, mean, rstd = torch.ops.aten.native_layer_norm(input, ns, weight, None, eps)
     b = bias if mask[2] else None  # the kernel reads bias only to shape its gradient
     gs = torch.ops.aten.native_layer_norm_backward(grads[0], input, ns, mean, rstd, weight, b, mask)
+    return _picked(mask, gs, (0, 2, 3))
+
+
+@vjp("aten_native_layer_norm")
+def _native_layer_norm_grad(ctx, grads, outs, input, normalized_shape, weight, bias, eps):
+    # the forward of layer_norm when it is differentiated (nn.py): mean and 1/std saved
+    if grads[1] is not None or grads[2] is not None:
+        raise TracingError(
+            "native_layer_norm: gradients through its mean and rstd outputs are not supported "
+            "by symshape. Compute the statistics with torch.var_mean instead."
+        )
+    ns = _shape_list(normalized_shape)
+    mask = _mask(input, weight, bias)
+    b = bias if mask[2] else None
+    gs = torch.ops.aten.native_layer_norm_backward(
+        grads[0], input, ns, outs[1], outs[2], weight, b, mask
+    )
     return _picked(mask, gs, (0, 2, 3))
 
 

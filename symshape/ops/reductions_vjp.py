@@ -22,7 +22,7 @@ import math
 
 import torch
 
-from symshape.ops.grad import nondifferentiable, vjp
+from symshape.ops.grad import aten, nondifferentiable, vjp
 from symshape.sym import logic as L
 
 # -- shared helpers ------------------------------------------------------------------------
@@ -326,18 +326,22 @@ vjp("std_mean")(_moment_mean(True))
 # -- softmax and friends -------------------------------------------------------------------
 
 
+# eager's own kernels (one pass each): out * (g - sum(g * out)) and g - exp(out) * sum(g);
+# with dtype=, eager casts first and these see the output's dtype (the builder casts back)
+# (_softmax_backward_data has its own rule in nn_functional.py)
+aten("_log_softmax_backward_data", like=1)
+
+
 @vjp("softmax")
 def _softmax(ctx, grads, outs, input, dim, *, dtype=None):
-    # _softmax_backward_data: out * (g - sum(g * out))
-    g, out = grads[0], outs[0]
-    return {0: out * (g - (g * out).sum(dim, keepdim=True))}
+    out = outs[0]
+    return {0: torch.ops.aten._softmax_backward_data(grads[0], out, dim, ctx.meta(out).dtype)}
 
 
 @vjp("log_softmax")
 def _log_softmax(ctx, grads, outs, input, dim, *, dtype=None):
-    # _log_softmax_backward_data: g - exp(out) * sum(g)
-    g, out = grads[0], outs[0]
-    return {0: g - out.exp() * g.sum(dim, keepdim=True)}
+    out = outs[0]
+    return {0: torch.ops.aten._log_softmax_backward_data(grads[0], out, dim, ctx.meta(out).dtype)}
 
 
 @vjp("logsumexp")
