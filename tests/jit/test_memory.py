@@ -203,3 +203,17 @@ def test_generate_makes_no_reference_cycles():
     kwargs = case.inputs(2, 5)
     with torch.no_grad():
         assert _garbage_cycles(lambda: model.generate(**kwargs, max_new_tokens=4), 2) == 0
+
+
+def test_outputs_that_alias_inputs_stay_views():
+    def fn(x):
+        return x[1:], x.t(), x.view(-1), x.reshape(-1), x.expand(2, *x.shape), x.contiguous()
+
+    f = symshape.jit(fn, dynamic=True)
+    f(torch.randn(3, 3))
+    for rows in (4, 7):
+        x = torch.randn(rows, 3)
+        for got, want in zip(f(x), fn(x)):
+            shares = got.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+            assert shares and got._is_view() == want._is_view()
+            assert got.stride() == want.stride() and torch.equal(got, want)
