@@ -40,16 +40,13 @@ UNARY = {
     "arctan": lambda g, x, out: g / (x.pow(2) + 1),
     "sinh": lambda g, x, out: g * x.cosh(),
     "cosh": lambda g, x, out: g * x.sinh(),
-    "tanh": lambda g, x, out: g * (1 - out.pow(2)),
     "asinh": lambda g, x, out: g * (x.pow(2) + 1).rsqrt(),
     "acosh": lambda g, x, out: g * (x.pow(2) - 1).rsqrt(),
     "atanh": lambda g, x, out: g / (1 - x.pow(2)),
-    "sigmoid": lambda g, x, out: g * out * (1 - out),
     "erf": lambda g, x, out: g * (2.0 / math.sqrt(math.pi)) * (-x.pow(2)).exp(),
     "erfc": lambda g, x, out: -g * (2.0 / math.sqrt(math.pi)) * (-x.pow(2)).exp(),
     "erfinv": lambda g, x, out: g * (math.sqrt(math.pi) / 2) * out.pow(2).exp(),
     "reciprocal": lambda g, x, out: -g * out * out,
-    "relu": lambda g, x, out: torch.where(out > 0, g, 0.0),
     "square": lambda g, x, out: 2 * g * x,
     "lgamma": lambda g, x, out: g * x.digamma(),
     "deg2rad": lambda g, x, out: g * (math.pi / 180),
@@ -59,23 +56,11 @@ UNARY = {
     "logsigmoid": lambda g, x, out: g * torch.sigmoid(-x),
     "softsign": lambda g, x, out: g / (1 + x.abs()).pow(2),
     "tanhshrink": lambda g, x, out: g * x.tanh().pow(2),
-    "silu": lambda g, x, out: g * torch.sigmoid(x) * (1 + x * (1 - torch.sigmoid(x))),
-    "mish": lambda g, x, out: g * _mish_grad(x),
-    "hardswish": lambda g, x, out: (
-        g * torch.where(x < -3, 0.0, torch.where(x <= 3, x / 3 + 0.5, 1.0))
-    ),
-    "hardsigmoid": lambda g, x, out: g * ((x > -3) & (x < 3)) / 6,
     "relu6": lambda g, x, out: g * ((x > 0) & (x < 6)),
     "selu": lambda g, x, out: (
         g * torch.where(x > 0, 1.0507009873554805, out + 1.0507009873554805 * 1.6732632423543772)
     ),
 }
-
-
-def _mish_grad(x):
-    sp = torch.nn.functional.softplus(x)
-    t = sp.tanh()
-    return t + x * torch.sigmoid(x) * (1 - t * t)
 
 
 def _unary_vjp(fn):
@@ -88,6 +73,32 @@ def _unary_vjp(fn):
 
 for _name, _fn in UNARY.items():
     vjp(_name)(_unary_vjp(_fn))
+
+# eager's own one-pass backward kernels (bit-identical to eager's gradients; the
+# composite formulas they replace read and wrote the tensor two or three times)
+_KERNELS = {
+    "tanh": ("tanh_backward", lambda g, x, out: (g, out)),
+    "sigmoid": ("sigmoid_backward", lambda g, x, out: (g, out)),
+    "relu": ("threshold_backward", lambda g, x, out: (g, out, 0)),
+    "silu": ("silu_backward", lambda g, x, out: (g, x)),
+    "mish": ("mish_backward", lambda g, x, out: (g, x)),
+    "hardswish": ("hardswish_backward", lambda g, x, out: (g, x)),
+    "hardsigmoid": ("hardsigmoid_backward", lambda g, x, out: (g, x)),
+}
+
+
+def _kernel_vjp(kernel: str, args):
+    aten(kernel, like=1)
+    op = getattr(torch.ops.aten, kernel)
+
+    def rule(ctx, grads, outs, input, *rest, **kwargs):
+        return {0: op(*args(grads[0], input, outs[0]))}
+
+    return rule
+
+
+for _name, (_kernel, _args) in _KERNELS.items():
+    vjp(_name)(_kernel_vjp(_kernel, _args))
 
 ZERO_GRAD = ("floor", "ceil", "round", "trunc", "fix", "sign")
 
