@@ -18,6 +18,7 @@ Lists have no version tag: a list the trace read is compared on every call.
 
 from __future__ import annotations
 
+import dis
 import enum
 import gc
 import logging
@@ -717,8 +718,14 @@ class GlobalsGuard:
         return None
 
 
+_GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"})
+
+
 def _code_names(code) -> set:
-    out = set(code.co_names)
+    """The global names ``code`` (and the functions defined in it) load or store.
+    ``co_names`` also holds attribute names: ``x.shape`` must not guard a global
+    that happens to be called ``shape``."""
+    out = {i.argval for i in dis.get_instructions(code) if i.opname in _GLOBAL_OPS}
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
             out |= _code_names(c)

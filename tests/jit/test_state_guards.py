@@ -470,6 +470,24 @@ def test_global_rebound_or_mutated_retraces():
         SCALE, CONFIG.bias = 2.0, 1.0
 
 
+shape = (2, 3)  # a global that shares its name with an attribute the code reads
+
+
+def _reads_the_attribute(t):
+    return t.reshape(t.shape[0], -1) * len([v for v in t.shape])
+
+
+def test_attribute_named_like_a_global_is_not_a_global_read():
+    global shape
+    g = symshape.jit(_reads_the_attribute, dynamic=True)
+    for n in (2, 3, 5):
+        shape = (n, n)
+        x = _x(n)
+        assert_same(g(x), _reads_the_attribute(x))
+    shape = (2, 3)
+    assert g.stats.compiles == 1, g.stats.recompile_reasons
+
+
 def test_closure_variable_changed_retraces():
     k = 2.0
     opts = {"shift": 1.0}
