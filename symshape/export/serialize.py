@@ -27,6 +27,7 @@ from symshape.ir import ASSERT, CONST, SYM, Node, TensorMeta, Trace, Var
 from symshape.ir.printer import RESERVED
 from symshape.sym import expr as E
 from symshape.sym import logic as L
+from symshape.sym.errors import CheckError
 from symshape.sym.guards import RuntimeAssert
 from symshape.sym.source import Location
 
@@ -63,6 +64,20 @@ MEMORY_FORMATS = {
     "preserve_format": torch.preserve_format,
 }
 LAYOUTS = {"strided": torch.strided}
+# what a failed runtime assert is also an instance of (``RuntimeAssert.error``)
+ERRORS = {
+    e.__name__: e
+    for e in (
+        RuntimeError,
+        IndexError,
+        ValueError,
+        TypeError,
+        AssertionError,
+        NotImplementedError,
+        ZeroDivisionError,
+        CheckError,
+    )
+}
 _OPERATOR_REFS = ("add", "sub", "mul", "truediv", "pow", "mod", "floordiv")
 
 
@@ -336,6 +351,22 @@ def dec_where(j, what: str):
     return Location(check_text(f, what), check_int(line, what), check_text(fn, what))
 
 
+def enc_error(t) -> str | None:
+    """The nearest type of ``ERRORS`` that ``t`` is (``torch.linalg.LinAlgError``:
+    ``RuntimeError``); None when none is."""
+    return next(
+        (c.__name__ for c in getattr(t, "__mro__", ()) if ERRORS.get(c.__name__) is c), None
+    )
+
+
+def dec_error(j, what: str):
+    if j is None:
+        return None
+    if j not in ERRORS:
+        raise FormatError(f"{what}: unknown exception type {j!r:.80} for a runtime assert")
+    return ERRORS[j]
+
+
 # -- traces ------------------------------------------------------------------------------------
 
 
@@ -380,7 +411,13 @@ def enc_trace(t: Trace) -> dict:
         "nodes": nodes,
         "output": enc_value(t.output),
         "asserts": [
-            {"cond": enc_expr(a.cond), "where": enc_where(a.where), "msg": a.msg} for a in t.asserts
+            {
+                "cond": enc_expr(a.cond),
+                "where": enc_where(a.where),
+                "msg": a.msg,
+                "error": enc_error(a.error),
+            }
+            for a in t.asserts
         ],
         "doc": t.doc,
     }
@@ -463,6 +500,7 @@ def dec_trace(j: dict, constants: dict, what: str) -> Trace:
             dec_expr(a["cond"], what),
             dec_where(a.get("where"), what),
             None if a.get("msg") is None else check_text(a["msg"], what),
+            dec_error(a.get("error"), what),
         )
         for a in j.get("asserts", [])
     ]

@@ -16,7 +16,8 @@ FAMILIES = (
     "random", "special", "view_variants", "fft", "decompositions", "products",
     "scans", "index_scatter", "nn_functional", "shape_factories", "rnn",
     "grad_mode", "autograd_attrs",
-    "views_inplace",
+    "views_inplace", "membership", "asserts", "fill_copy", "tensor_state", "fold", "lp_pool",
+    "profiler",
 )  # fmt: skip
 GRADIENTS = (
     "elementwise_vjp", "casts_vjp", "factories_vjp", "reductions_vjp", "linalg_vjp",
@@ -24,6 +25,7 @@ GRADIENTS = (
     "pooling_vjp", "resize_vjp", "losses_vjp", "random_vjp",
     "special_vjp", "view_variants_vjp", "fft_vjp", "decompositions_vjp",
     "scans_vjp", "index_scatter_vjp", "nn_functional_vjp", "shape_factories_vjp", "rnn_vjp",
+    "fill_copy_vjp", "fold_vjp",
 )  # fmt: skip
 for _module in FAMILIES + GRADIENTS:
     importlib.import_module(f"symshape.ops.{_module}")
@@ -39,5 +41,6 @@ for _op in BY_NAME.values():
 for _name in ("matmul", "mm", "bmm", "linear", "addmm", "baddbmm", "layer_norm", "embedding"):
     if _name in BY_NAME:
         BY_NAME[_name].layout_exact = True
+importlib.import_module("symshape.ops.out_args").install()
 
 __all__ = ["BY_NAME", "FAMILIES", "GRADIENTS", "OpDef", "lookup", "register", "supported_ops"]

@@ -7,6 +7,8 @@ assert (data-dependent sizes), never a guess.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from symshape.ir import TensorMeta
@@ -220,15 +222,35 @@ def sym_tuple(ctx, sizes) -> tuple:
     return tuple(ctx.sym(s) for s in sizes)
 
 
-def check_nonnegative(ctx, sizes, what: str = "size") -> None:
+def require(ctx, cond, error: Callable[[], Exception]) -> None:
+    """Eager raises ``error()`` unless ``cond``: decided by the engine, else
+    guarded from the hints, else asserted when the trace runs, with eager's
+    message and exception type (``x[u]``: an ``IndexError``)."""
+    r = ctx.known(cond)
+    if r is None and ctx.has_hint(cond):
+        r = ctx.guard(cond)
+    if r is None:
+        e = ctx.runtime_error(error)
+        ctx.check(cond, str(e), type(e))
+    elif not r:
+        raise error()
+
+
+def check_nonnegative(ctx, sizes) -> None:
+    """Eager's check of a new tensor's sizes (a size from ``.item()``: asserted)."""
+
+    def shown(v):
+        return ctx.env.hint(v) if type(v) is not int and ctx.has_hint(v) else v
+
     for s in sizes:
-        if type(s) is int:
-            if s < 0:
-                raise RuntimeError(
-                    f"Trying to create tensor with negative dimension {s}: {list(sizes)}"
-                )
-        elif not ctx.guard_or(L.ge(s, 0), True):
-            raise RuntimeError(f"Trying to create tensor with negative {what} {s}")
+        require(
+            ctx,
+            L.ge(s, 0),
+            lambda s=s: RuntimeError(
+                f"Trying to create tensor with negative dimension {shown(s)}: "
+                f"{[shown(v) for v in sizes]}"
+            ),
+        )
 
 
 def floating(dtype: torch.dtype) -> bool:

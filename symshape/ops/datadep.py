@@ -247,16 +247,17 @@ def _item_rule(ctx, op, input):
     return _scalar(ctx, input, m.dtype, f"{_name(input)}.item()")
 
 
-def _bool_from_data(ctx, what: str):
+def _bool_from_data(ctx, what: str, tensor: str = "mask.any()"):
     """A Python bool read from tensor data cannot be traced faithfully: eager's is a
     real ``True``/``False``, and code may test it with ``is True``, which no
-    symbolic stand-in can answer like eager. It is refused where it is read."""
+    symbolic stand-in can answer like eager. It is refused where it is read;
+    ``tensor`` is the tensor to keep instead, for the fix."""
     where = ctx._where()
     raise DataDependentError(
         f"`{what}` reads a Python bool from tensor data"
         + (f"\n  at {where.describe()}" if where else "")
         + "\nIts value is known only when the trace runs, and Python tests on it (if, and, "
-        "`is True`) cannot be recorded. Fix: keep it as a tensor (e.g. `mask.any()` with "
+        f"`is True`) cannot be recorded. Fix: keep it as a tensor (e.g. `{tensor}` with "
         "torch.where), or read it outside the jit-compiled function.",
         location=where,
     )

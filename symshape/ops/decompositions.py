@@ -103,51 +103,54 @@ def linalg_det(ctx, op, A):
 
 
 @register("logdet", "torch.logdet", tensor_method("logdet"))
-def logdet(ctx, op, A):
-    m = matrix(ctx, "logdet", A, square=True)
-    return ctx.emit(op, (A,), {}, _meta(ctx, m.shape[:-2], m.dtype, A))
+def logdet(ctx, op, input):
+    m = matrix(ctx, "logdet", input, square=True)
+    return ctx.emit(op, (input,), {}, _meta(ctx, m.shape[:-2], m.dtype, input))
 
 
-def _slogdet(kind):
-    def rule(ctx, op, A):
-        m = matrix(ctx, "linalg.slogdet", A, square=True)
-        outs = (_meta(ctx, m.shape[:-2], m.dtype, A), _meta(ctx, m.shape[:-2], real_of(m.dtype), A))
-        return kind(ctx.emit(op, (A,), {}, outs))
-
-    return rule
+def _slogdet(ctx, op, A, kind):
+    m = matrix(ctx, "linalg.slogdet", A, square=True)
+    outs = (_meta(ctx, m.shape[:-2], m.dtype, A), _meta(ctx, m.shape[:-2], real_of(m.dtype), A))
+    return kind(ctx.emit(op, (A,), {}, outs))
 
 
-register("linalg_slogdet", "torch.linalg.slogdet")(_slogdet(torch.return_types.linalg_slogdet))
-register("slogdet", "torch.slogdet", tensor_method("slogdet"))(_slogdet(torch.return_types.slogdet))
+@register("linalg_slogdet", "torch.linalg.slogdet")
+def linalg_slogdet(ctx, op, A):
+    return _slogdet(ctx, op, A, torch.return_types.linalg_slogdet)
+
+
+@register("slogdet", "torch.slogdet", tensor_method("slogdet"))
+def slogdet(ctx, op, input):
+    return _slogdet(ctx, op, input, torch.return_types.slogdet)
 
 
 # -- Cholesky ------------------------------------------------------------------------------------
 
 
 @register("linalg_cholesky", "torch.linalg.cholesky")
-def linalg_cholesky(ctx, op, A, *, upper=False):
-    m = matrix(ctx, "linalg.cholesky", A, square=True)
-    return ctx.emit(op, (A,), {"upper": upper}, _meta(ctx, m.shape, m.dtype, A))
+def linalg_cholesky(ctx, op, input, *, upper=False):
+    m = matrix(ctx, "linalg.cholesky", input, square=True)
+    return ctx.emit(op, (input,), {"upper": upper}, _meta(ctx, m.shape, m.dtype, input))
 
 
 @register("cholesky", "torch.cholesky", tensor_method("cholesky"))
-def cholesky(ctx, op, A, upper=False):
-    m = matrix(ctx, "cholesky", A, square=True)
-    return ctx.emit(op, (A, upper), {}, _meta(ctx, m.shape, m.dtype, A))
+def cholesky(ctx, op, input, upper=False):
+    m = matrix(ctx, "cholesky", input, square=True)
+    return ctx.emit(op, (input, upper), {}, _meta(ctx, m.shape, m.dtype, input))
 
 
 @register("linalg_cholesky_ex", "torch.linalg.cholesky_ex")
-def linalg_cholesky_ex(ctx, op, A, *, upper=False, check_errors=False):
-    m = matrix(ctx, "linalg.cholesky_ex", A, square=True)
-    outs = (_meta(ctx, m.shape, m.dtype, A), _info(ctx, m, A))
+def linalg_cholesky_ex(ctx, op, input, *, upper=False, check_errors=False):
+    m = matrix(ctx, "linalg.cholesky_ex", input, square=True)
+    outs = (_meta(ctx, m.shape, m.dtype, input), _info(ctx, m, input))
     kw = {"upper": upper, "check_errors": check_errors}
-    return torch.return_types.linalg_cholesky_ex(ctx.emit(op, (A,), kw, outs))
+    return torch.return_types.linalg_cholesky_ex(ctx.emit(op, (input,), kw, outs))
 
 
 @register("cholesky_inverse", "torch.cholesky_inverse", tensor_method("cholesky_inverse"))
-def cholesky_inverse(ctx, op, L_, upper=False):
-    m = matrix(ctx, "cholesky_inverse", L_, square=True)
-    return ctx.emit(op, (L_, upper), {}, _meta(ctx, m.shape, m.dtype, L_))
+def cholesky_inverse(ctx, op, input, upper=False):
+    m = matrix(ctx, "cholesky_inverse", input, square=True)
+    return ctx.emit(op, (input, upper), {}, _meta(ctx, m.shape, m.dtype, input))
 
 
 def _solve_shape(ctx, name, A, B, left=True):
@@ -164,11 +167,11 @@ def _solve_shape(ctx, name, A, B, left=True):
 
 
 @register("cholesky_solve", "torch.cholesky_solve", tensor_method("cholesky_solve"))
-def cholesky_solve(ctx, op, B, L_, upper=False):
-    matrix(ctx, "cholesky_solve", L_, square=True)
-    shape = _solve_shape(ctx, "cholesky_solve", L_, B)
-    dtype = ctx.meta(B).dtype
-    return ctx.emit(op, (B, L_, upper), {}, _meta(ctx, shape, dtype, B))
+def cholesky_solve(ctx, op, input, input2, upper=False):
+    matrix(ctx, "cholesky_solve", input2, square=True)
+    shape = _solve_shape(ctx, "cholesky_solve", input2, input)
+    dtype = ctx.meta(input).dtype
+    return ctx.emit(op, (input, input2, upper), {}, _meta(ctx, shape, dtype, input))
 
 
 # -- solvers -----------------------------------------------------------------------------------------
@@ -211,23 +214,23 @@ register("linalg_solve_ex", "torch.linalg.solve_ex")(_solve("linalg.solve_ex", T
 
 
 @register("linalg_solve_triangular", "torch.linalg.solve_triangular")
-def linalg_solve_triangular(ctx, op, A, B, *, upper, left=True, unitriangular=False):
-    matrix(ctx, "linalg.solve_triangular", A, square=True)
-    shape = _solve_shape(ctx, "linalg.solve_triangular", A, B, left)
+def linalg_solve_triangular(ctx, op, input, B, *, upper, left=True, unitriangular=False):
+    matrix(ctx, "linalg.solve_triangular", input, square=True)
+    shape = _solve_shape(ctx, "linalg.solve_triangular", input, B, left)
     kw = {"upper": upper, "left": left, "unitriangular": unitriangular}
-    return ctx.emit(op, (A, B), kw, _meta(ctx, shape, result_type(A, B), A))
+    return ctx.emit(op, (input, B), kw, _meta(ctx, shape, result_type(input, B), input))
 
 
 @register("triangular_solve", "torch.triangular_solve", tensor_method("triangular_solve"))
-def triangular_solve(ctx, op, b, A, upper=True, transpose=False, unitriangular=False):
+def triangular_solve(ctx, op, input, A, upper=True, transpose=False, unitriangular=False):
     a = matrix(ctx, "triangular_solve", A, square=True)
-    shape = _solve_shape(ctx, "triangular_solve", A, b)
+    shape = _solve_shape(ctx, "triangular_solve", A, input)
     batch = shape[:-2]
     outs = (
-        _meta(ctx, shape, ctx.meta(b).dtype, b),
+        _meta(ctx, shape, ctx.meta(input).dtype, input),
         _meta(ctx, (*batch, *a.shape[-2:]), a.dtype, A),
     )
-    args = (b, A, upper, transpose, unitriangular)
+    args = (input, A, upper, transpose, unitriangular)
     return torch.return_types.triangular_solve(ctx.emit(op, args, {}, outs))
 
 
@@ -258,14 +261,14 @@ def linalg_lu_factor_ex(ctx, op, A, *, pivot=True, check_errors=False):
 
 
 @register("lu_with_info", "torch._lu_with_info")
-def lu_with_info(ctx, op, A, pivot=True, check_errors=True):
-    m = matrix(ctx, "lu", A)
+def lu_with_info(ctx, op, input, pivot=True, check_errors=True):
+    m = matrix(ctx, "lu", input)
     outs = (
-        _meta(ctx, m.shape, m.dtype, A),
-        _meta(ctx, (*m.shape[:-2], _k(m)), torch.int32, A),
-        _info(ctx, m, A),
+        _meta(ctx, m.shape, m.dtype, input),
+        _meta(ctx, (*m.shape[:-2], _k(m)), torch.int32, input),
+        _info(ctx, m, input),
     )
-    return torch.return_types._lu_with_info(ctx.emit(op, (A, pivot, check_errors), {}, outs))
+    return torch.return_types._lu_with_info(ctx.emit(op, (input, pivot, check_errors), {}, outs))
 
 
 @register("lu", "torch.lu", tensor_method("lu"))
@@ -328,10 +331,12 @@ def linalg_lu_solve(ctx, op, LU, pivots, B, *, left=True, adjoint=False):
 
 
 @register("lu_solve", "torch.lu_solve", tensor_method("lu_solve"))
-def lu_solve(ctx, op, b, LU_data, LU_pivots):
+def lu_solve(ctx, op, input, LU_data, LU_pivots):
     matrix(ctx, "lu_solve", LU_data, square=True)
-    shape = _solve_shape(ctx, "lu_solve", LU_data, b)
-    return ctx.emit(op, (b, LU_data, LU_pivots), {}, _meta(ctx, shape, ctx.meta(b).dtype, b))
+    shape = _solve_shape(ctx, "lu_solve", LU_data, input)
+    return ctx.emit(
+        op, (input, LU_data, LU_pivots), {}, _meta(ctx, shape, ctx.meta(input).dtype, input)
+    )
 
 
 # -- QR and Householder -----------------------------------------------------------------------------
@@ -358,49 +363,51 @@ def linalg_qr(ctx, op, A, mode="reduced"):
 
 
 @register("qr", "torch.qr", tensor_method("qr"))
-def qr(ctx, op, A, some=True):
-    m = matrix(ctx, "qr", A)
+def qr(ctx, op, input, some=True):
+    m = matrix(ctx, "qr", input)
     outs = tuple(
-        _meta(ctx, s, m.dtype, A) for s in _qr_shapes(m, "reduced" if some else "complete")
+        _meta(ctx, s, m.dtype, input) for s in _qr_shapes(m, "reduced" if some else "complete")
     )
-    return torch.return_types.qr(ctx.emit(op, (A, some), {}, outs))
+    return torch.return_types.qr(ctx.emit(op, (input, some), {}, outs))
 
 
 @register("geqrf", "torch.geqrf", tensor_method("geqrf"))
-def geqrf(ctx, op, A):
-    m = matrix(ctx, "geqrf", A)
-    outs = (_meta(ctx, m.shape, m.dtype, A), _meta(ctx, (*m.shape[:-2], _k(m)), m.dtype, A))
-    return torch.return_types.geqrf(ctx.emit(op, (A,), {}, outs))
+def geqrf(ctx, op, input):
+    m = matrix(ctx, "geqrf", input)
+    outs = (_meta(ctx, m.shape, m.dtype, input), _meta(ctx, (*m.shape[:-2], _k(m)), m.dtype, input))
+    return torch.return_types.geqrf(ctx.emit(op, (input,), {}, outs))
 
 
 @register("linalg_householder_product", "torch.linalg.householder_product", torch.orgqr,
           tensor_method("orgqr"))  # fmt: skip
-def linalg_householder_product(ctx, op, A, tau):
-    m = matrix(ctx, "linalg.householder_product", A)
-    return ctx.emit(op, (A, tau), {}, _meta(ctx, m.shape, m.dtype, A))
+def linalg_householder_product(ctx, op, input, tau):
+    m = matrix(ctx, "linalg.householder_product", input)
+    return ctx.emit(op, (input, tau), {}, _meta(ctx, m.shape, m.dtype, input))
 
 
 @register("ormqr", "torch.ormqr", tensor_method("ormqr"))
-def ormqr(ctx, op, A, tau, C, left=True, transpose=False):
-    matrix(ctx, "ormqr", A)
-    c = matrix(ctx, "ormqr", C)
-    return ctx.emit(op, (A, tau, C, left, transpose), {}, _meta(ctx, c.shape, c.dtype, C))
+def ormqr(ctx, op, input, input2, input3, left=True, transpose=False):
+    matrix(ctx, "ormqr", input)
+    c = matrix(ctx, "ormqr", input3)
+    return ctx.emit(
+        op, (input, input2, input3, left, transpose), {}, _meta(ctx, c.shape, c.dtype, input3)
+    )
 
 
 # -- eigen- and singular values -------------------------------------------------------------------
 
 
 @register("linalg_eigh", "torch.linalg.eigh")
-def linalg_eigh(ctx, op, A, UPLO="L"):
-    m = matrix(ctx, "linalg.eigh", A, square=True)
-    outs = (_meta(ctx, m.shape[:-1], real_of(m.dtype), A), _meta(ctx, m.shape, m.dtype, A))
-    return torch.return_types.linalg_eigh(ctx.emit(op, (A, UPLO), {}, outs))
+def linalg_eigh(ctx, op, input, UPLO="L"):
+    m = matrix(ctx, "linalg.eigh", input, square=True)
+    outs = (_meta(ctx, m.shape[:-1], real_of(m.dtype), input), _meta(ctx, m.shape, m.dtype, input))
+    return torch.return_types.linalg_eigh(ctx.emit(op, (input, UPLO), {}, outs))
 
 
 @register("linalg_eigvalsh", "torch.linalg.eigvalsh")
-def linalg_eigvalsh(ctx, op, A, UPLO="L"):
-    m = matrix(ctx, "linalg.eigvalsh", A, square=True)
-    return ctx.emit(op, (A, UPLO), {}, _meta(ctx, m.shape[:-1], real_of(m.dtype), A))
+def linalg_eigvalsh(ctx, op, input, UPLO="L"):
+    m = matrix(ctx, "linalg.eigvalsh", input, square=True)
+    return ctx.emit(op, (input, UPLO), {}, _meta(ctx, m.shape[:-1], real_of(m.dtype), input))
 
 
 def _complex(dtype):
@@ -408,17 +415,17 @@ def _complex(dtype):
 
 
 @register("linalg_eig", "torch.linalg.eig")
-def linalg_eig(ctx, op, A):
-    m = matrix(ctx, "linalg.eig", A, square=True)
+def linalg_eig(ctx, op, input):
+    m = matrix(ctx, "linalg.eig", input, square=True)
     c = _complex(m.dtype)
-    outs = (_meta(ctx, m.shape[:-1], c, A), _meta(ctx, m.shape, c, A))
-    return torch.return_types.linalg_eig(ctx.emit(op, (A,), {}, outs))
+    outs = (_meta(ctx, m.shape[:-1], c, input), _meta(ctx, m.shape, c, input))
+    return torch.return_types.linalg_eig(ctx.emit(op, (input,), {}, outs))
 
 
 @register("linalg_eigvals", "torch.linalg.eigvals")
-def linalg_eigvals(ctx, op, A):
-    m = matrix(ctx, "linalg.eigvals", A, square=True)
-    return ctx.emit(op, (A,), {}, _meta(ctx, m.shape[:-1], _complex(m.dtype), A))
+def linalg_eigvals(ctx, op, input):
+    m = matrix(ctx, "linalg.eigvals", input, square=True)
+    return ctx.emit(op, (input,), {}, _meta(ctx, m.shape[:-1], _complex(m.dtype), input))
 
 
 def _svd_shapes(m, full: bool):
@@ -442,8 +449,8 @@ def linalg_svd(ctx, op, A, full_matrices=True, *, driver=None):
 
 
 @register("svd", "torch.svd", tensor_method("svd"))
-def svd(ctx, op, A, some=True, compute_uv=True):
-    m = matrix(ctx, "svd", A)
+def svd(ctx, op, input, some=True, compute_uv=True):
+    m = matrix(ctx, "svd", input)
     b, rows, cols, k = m.shape[:-2], m.shape[-2], m.shape[-1], _k(m)
     if compute_uv:
         u = (*b, rows, k if some else rows)
@@ -451,11 +458,11 @@ def svd(ctx, op, A, some=True, compute_uv=True):
     else:  # eager returns zero-filled U and V of the full shapes
         u, v = (*b, rows, rows), (*b, cols, cols)
     outs = (
-        _meta(ctx, u, m.dtype, A),
-        _meta(ctx, (*b, k), real_of(m.dtype), A),
-        _meta(ctx, v, m.dtype, A),
+        _meta(ctx, u, m.dtype, input),
+        _meta(ctx, (*b, k), real_of(m.dtype), input),
+        _meta(ctx, v, m.dtype, input),
     )
-    got = ctx.emit(op, (A, some, compute_uv), {}, outs)
+    got = ctx.emit(op, (input, some, compute_uv), {}, outs)
     return torch.return_types.svd(got if compute_uv else without_grad(ctx, got, (0, 2)))
 
 
@@ -474,10 +481,10 @@ def linalg_pinv(ctx, op, A, *args, **kwargs):
 
 
 @register("pinverse", "torch.pinverse", tensor_method("pinverse"))
-def pinverse(ctx, op, A, rcond=1e-15):
-    m = matrix(ctx, "pinverse", A)
+def pinverse(ctx, op, input, rcond=1e-15):
+    m = matrix(ctx, "pinverse", input)
     shape = (*m.shape[:-2], m.shape[-1], m.shape[-2])
-    return ctx.emit(op, (A, rcond), {}, _meta(ctx, shape, m.dtype, A))
+    return ctx.emit(op, (input, rcond), {}, _meta(ctx, shape, m.dtype, input))
 
 
 @register("linalg_matrix_rank", "torch.linalg.matrix_rank")
@@ -490,22 +497,24 @@ def linalg_matrix_rank(ctx, op, A, *args, **kwargs):
 
 
 @register("linalg_ldl_factor", "torch.linalg.ldl_factor")
-def linalg_ldl_factor(ctx, op, A, *, hermitian=False):
-    m = matrix(ctx, "linalg.ldl_factor", A, square=True)
-    outs = (_meta(ctx, m.shape, m.dtype, A), _meta(ctx, m.shape[:-1], torch.int32, A))
-    return torch.return_types.linalg_ldl_factor(ctx.emit(op, (A,), {"hermitian": hermitian}, outs))
+def linalg_ldl_factor(ctx, op, input, *, hermitian=False):
+    m = matrix(ctx, "linalg.ldl_factor", input, square=True)
+    outs = (_meta(ctx, m.shape, m.dtype, input), _meta(ctx, m.shape[:-1], torch.int32, input))
+    return torch.return_types.linalg_ldl_factor(
+        ctx.emit(op, (input,), {"hermitian": hermitian}, outs)
+    )
 
 
 @register("linalg_ldl_factor_ex", "torch.linalg.ldl_factor_ex")
-def linalg_ldl_factor_ex(ctx, op, A, *, hermitian=False, check_errors=False):
-    m = matrix(ctx, "linalg.ldl_factor_ex", A, square=True)
+def linalg_ldl_factor_ex(ctx, op, input, *, hermitian=False, check_errors=False):
+    m = matrix(ctx, "linalg.ldl_factor_ex", input, square=True)
     outs = (
-        _meta(ctx, m.shape, m.dtype, A),
-        _meta(ctx, m.shape[:-1], torch.int32, A),
-        _info(ctx, m, A),
+        _meta(ctx, m.shape, m.dtype, input),
+        _meta(ctx, m.shape[:-1], torch.int32, input),
+        _info(ctx, m, input),
     )
     kw = {"hermitian": hermitian, "check_errors": check_errors}
-    return torch.return_types.linalg_ldl_factor_ex(ctx.emit(op, (A,), kw, outs))
+    return torch.return_types.linalg_ldl_factor_ex(ctx.emit(op, (input,), kw, outs))
 
 
 @register("linalg_ldl_solve", "torch.linalg.ldl_solve")
@@ -520,11 +529,11 @@ def linalg_ldl_solve(ctx, op, LD, pivots, B, *, hermitian=False):
 
 
 @register("linalg_lstsq", "torch.linalg.lstsq")
-def linalg_lstsq(ctx, op, A, B, rcond=None, *, driver=None):
-    a, b = matrix(ctx, "linalg.lstsq", A), ctx.meta(B)
+def linalg_lstsq(ctx, op, input, b, rcond=None, *, driver=None):
+    a, mb = matrix(ctx, "linalg.lstsq", input), ctx.meta(b)
     drv = driver or "gelsy"  # the CPU default
-    vector = b.ndim == a.ndim - 1
-    bm = b.like(shape=(*b.shape, 1)) if vector else b
+    vector = mb.ndim == a.ndim - 1
+    bm = mb.like(shape=(*mb.shape, 1)) if vector else mb
     if not decide(ctx, L.eq(bm.shape[-2], a.shape[-2])):
         raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
     batch = _batch(ctx, a, bm)
@@ -542,13 +551,13 @@ def linalg_lstsq(ctx, op, A, B, rcond=None, *, driver=None):
     rank = batch if drv != "gels" else (0,)
     values = (*batch, _k(a)) if drv in ("gelsd", "gelss") else (0,)
     outs = (
-        _meta(ctx, solution, a.dtype, A),
-        _meta(ctx, residuals, real, A),
-        _meta(ctx, rank, torch.int64, A),
-        _meta(ctx, values, real, A),
+        _meta(ctx, solution, a.dtype, input),
+        _meta(ctx, residuals, real, input),
+        _meta(ctx, rank, torch.int64, input),
+        _meta(ctx, values, real, input),
     )
     kw = {} if driver is None else {"driver": driver}
-    args = (A, B) if rcond is None else (A, B, rcond)
+    args = (input, b) if rcond is None else (input, b, rcond)
     return torch.return_types.linalg_lstsq(without_grad(ctx, ctx.emit(op, args, kw, outs), (3,)))
 
 

@@ -127,7 +127,6 @@ def _check_inplace_cast(out: torch.dtype, to: torch.dtype, name: str) -> None:
 
 def binary(kind: str):
     def rule(ctx, op, input, other, *args, **kwargs):
-        kwargs.pop("out", None) and _no_out(op)
         tensors = [t for t in (input, other) if is_tensor(t)]
         shape = broadcast_shapes(ctx, *(ctx.meta(t).shape for t in tensors))
         k = kind
@@ -157,10 +156,6 @@ def binary_(kind: str):
         return update(ctx, op, (input, other, *args), kwargs)
 
     return rule
-
-
-def _no_out(op):
-    raise NotImplementedError(f"{op.name}: out= is not supported while tracing")
 
 
 def _targets(name: str):
@@ -229,7 +224,12 @@ def _glu_rule(ctx, op, input, dim=-1):
 
     m = ctx.meta(input)
     d = norm_dim(dim, m.ndim)
-    ctx.check(E._CMP["eq"](E.mod(m.shape[d], 2), 0), "glu halves an even dimension")
+    n = m.shape[d]
+    shown = ctx.env.hint(n) if ctx.has_hint(n) else n
+    ctx.check(
+        E._CMP["eq"](E.mod(n, 2), 0),
+        f"Halving dimension must be even, but dimension {d} is size {shown}",
+    )
     shape = list(m.shape)
     shape[d] = E.floordiv(shape[d], 2)
     return ctx.emit(op, (input, d), {}, _out(ctx, shape, m.dtype, input))

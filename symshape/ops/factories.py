@@ -20,10 +20,11 @@ import sys
 import torch
 
 from symshape.ir import TensorMeta
-from symshape.ops._helpers import check_nonnegative, generator_kw, is_tensor, sym_tuple
+from symshape.ops._helpers import check_nonnegative, generator_kw, is_tensor, require, sym_tuple
 from symshape.ops.casts import device_arg, format_strides
 from symshape.ops.inplace import update
 from symshape.ops.registry import register, tensor_method
+from symshape.ops.views import show
 from symshape.sym import expr as E
 from symshape.sym import logic as L
 from symshape.trace import symfloat as SF
@@ -176,9 +177,13 @@ def eye(ctx, op, n, m=None, **options):
     rows = ctx.sym(n)
     cols = rows if m is None else ctx.sym(m)
     for what, v in (("n", rows), ("m", cols)):
-        if type(v) is int and v < 0:
-            raise RuntimeError(f"{what} must be greater or equal to 0, got {v}")
-    check_nonnegative(ctx, (rows, cols))
+        require(
+            ctx,
+            L.ge(v, 0),
+            lambda what=what, v=v: RuntimeError(
+                f"{what} must be greater or equal to 0, got {show(ctx, v)}"
+            ),
+        )
     dtype, device, rg, _, kw = _options(op, options, torch.get_default_dtype(), _default_device())
     args = (rows,) if m is None else (rows, cols)
     return ctx.emit(op, args, kw, _meta(ctx, (rows, cols), dtype, device, rg))
@@ -187,9 +192,7 @@ def eye(ctx, op, n, m=None, **options):
 @register("linspace", "torch.linspace")
 def linspace(ctx, op, start, end, steps, **options):
     n = ctx.sym(steps)
-    if type(n) is int and n < 0:
-        raise RuntimeError("linspace(): number of steps must be non-negative")
-    check_nonnegative(ctx, (n,))
+    require(ctx, L.ge(n, 0), lambda: RuntimeError("number of steps must be non-negative"))
     complex_ = any(isinstance(v, complex) for v in (start, end))
     default = torch.get_default_dtype()
     dtype, device, rg, _, kw = _options(

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-from symshape.ops._helpers import broadcast_shapes, norm_dim, numel
+from symshape.ops._helpers import broadcast_shapes, norm_dim, numel, require
 from symshape.ops.inplace import needs_grad, update
 from symshape.ops.registry import OpDef, define, register, tensor_method
 from symshape.ops.views import (
@@ -118,8 +118,7 @@ def _normalized(v, size):
 def slice_length(ctx, size, start, stop, step):
     """Length of ``range(size)[start:stop:step]`` (step > 0), exactly."""
     step = 1 if step is None else ctx.sym(step)
-    if not decide(ctx, L.gt(step, 0)):
-        raise ValueError("step must be greater than zero")
+    require(ctx, L.gt(step, 0), lambda: ValueError("step must be greater than zero"))
     a = 0 if start is None else ctx.sym(start)
     b = None if stop is None else ctx.sym(stop)
     if _sign_unknown(ctx, a) or (b is not None and _sign_unknown(ctx, b)):
@@ -216,11 +215,14 @@ def _tensor_item(ctx, it, src, src_shape, src_strides, shape, strides, adv) -> i
             return src
         for j, k in enumerate(ishape):
             n = src_shape[src + j]
-            if not decide(ctx, L.eq(k, n)):
-                raise IndexError(
+            require(
+                ctx,
+                L.eq(k, n),
+                lambda j=j: IndexError(
                     f"The shape of the mask {shown(ctx, ishape)} at index {j} does not match "
                     f"the shape of the indexed tensor {shown(ctx, src_shape)} at index {src + j}"
-                )
+                ),
+            )
             shape.append(n)
             strides.append(src_strides[src + j])
             adv.append((len(shape) - 1, (MASK,)))
@@ -374,11 +376,14 @@ def index_select(ctx, op, input, dim, index):
     d = norm_dim(dim, m.ndim)
     n = numel(im.shape)
     if m.ndim == 0:
-        if not decide(ctx, L.eq(n, 1)):
-            raise IndexError(
+        require(
+            ctx,
+            L.eq(n, 1),
+            lambda: IndexError(
                 f"index_select(): Index to scalar can have only 1 value, got {show(ctx, n)} "
                 "value(s)"
-            )
+            ),
+        )
         shape = ()
     else:
         shape = (*m.shape[:d], n, *m.shape[d + 1 :])

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import torch
 
-from symshape.ops._helpers import device_of, norm_dim, result_type
+from symshape.ops._helpers import device_of, norm_dim, require, result_type
 from symshape.ops.registry import register, tensor_method
-from symshape.ops.views import decide, negative, show, shown, strides_of, view_meta
+from symshape.ops.views import decide, show, shown, strides_of, view_meta
 from symshape.sym import expr as E
 from symshape.sym import logic as L
 
@@ -140,8 +140,13 @@ def _pieces(ctx, m, d, sizes):
 
 def _split_sizes(ctx, n, size):
     """Sizes of ``split(size)`` of a dim of ``n``: the count is made concrete."""
-    if negative(ctx, size):
-        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={size}")
+    require(
+        ctx,
+        L.ge(size, 0),
+        lambda: RuntimeError(
+            f"split expects split_size be non-negative, but got split_size={show(ctx, size)}"
+        ),
+    )
     if decide(ctx, L.eq(size, 0), expect=False):
         if not decide(ctx, L.eq(n, 0)):
             raise RuntimeError(
@@ -171,19 +176,25 @@ def split_with_sizes(ctx, op, input, split_sizes, dim=0):
     d = norm_dim(dim, m.ndim)
     sizes = [ctx.sym(s) for s in split_sizes]
     for s in sizes:
-        if negative(ctx, s):
-            raise RuntimeError(
+        require(
+            ctx,
+            L.ge(s, 0),
+            lambda: RuntimeError(
                 f"split_with_sizes expects split_sizes have only non-negative entries, but got "
                 f"split_sizes={shown(ctx, sizes)}"
-            )
+            ),
+        )
     total = 0
     for s in sizes:
         total = E.add(total, s)
-    if not decide(ctx, L.eq(total, m.shape[d])):
-        raise RuntimeError(
+    require(
+        ctx,
+        L.eq(total, m.shape[d]),
+        lambda: RuntimeError(
             f"split_with_sizes expects split_sizes to sum exactly to {show(ctx, m.shape[d])} "
             f"(input tensor's size at dimension {d}), but got split_sizes={shown(ctx, sizes)}"
-        )
+        ),
+    )
     return ctx.emit(op, (input, list(split_sizes), d), {}, tuple(_pieces(ctx, m, d, sizes)))
 
 
@@ -237,8 +248,30 @@ def _split_points(ctx, t):
     return traced(ctx, lambda: t.tolist())
 
 
+def split_points(name: str, *given):
+    """The one split argument given, positionally or under one of eager's keyword
+    names (``sections=``, ``indices=``, ``tensor_indices_or_sections=``)."""
+    given = [g for g in given if g is not None]
+    if len(given) != 1:
+        raise TypeError(f"{name}() expects one of indices_or_sections, sections or indices")
+    return given[0]
+
+
 @register("tensor_split", "torch.tensor_split", torch.Tensor.tensor_split)
-def tensor_split(ctx, op, input, indices_or_sections, dim=0):
+def tensor_split(
+    ctx,
+    op,
+    input,
+    indices_or_sections=None,
+    dim=0,
+    *,
+    sections=None,
+    indices=None,
+    tensor_indices_or_sections=None,
+):
+    indices_or_sections = split_points(
+        "tensor_split", indices_or_sections, sections, indices, tensor_indices_or_sections
+    )
     m = ctx.meta(input)
     if m.ndim == 0:
         raise RuntimeError(

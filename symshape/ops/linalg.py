@@ -43,7 +43,7 @@ def expect_equal(ctx, a, b, error: Callable[[], str]) -> None:
         return
     r = ctx.known(L.eq(a, b))
     if r is None and not (ctx.has_hint(a) and ctx.has_hint(b)):
-        ctx.check(L.eq(a, b), error())
+        ctx.check(L.eq(a, b), str(ctx.runtime_error(error)))
         return
     if r is True or (r is None and ctx.guard(L.eq(a, b))):
         return
@@ -256,20 +256,16 @@ def outer(ctx, op, input, vec2):
     return ctx.emit(op, (input, vec2), {}, out)
 
 
-def _addmm_like(ndims: tuple, core: Callable):
+def _addmm_like(ctx, op, ndims: tuple, core: Callable, input, m1, m2, beta, alpha):
     """``op(input, m1, m2, *, beta=1, alpha=1)``: ``beta*input + alpha*(m1 @ m2)``."""
-
-    def rule(ctx, op, input, m1, m2, *, beta=1, alpha=1):
-        for t, n, what in zip((m1, m2), ndims, ("mat1", "mat2")):
-            _need_dims(ctx, what, t, n)
-        same_dtype(ctx, m1, m2)
-        same_dtype(ctx, input, m1, message="self and mat2 must have the same dtype")
-        shape = core(ctx, ctx.meta(m1).shape, ctx.meta(m2).shape)
-        expand_to(ctx, ctx.meta(input).shape, shape)
-        kwargs = {k: v for k, v in (("beta", beta), ("alpha", alpha)) if v != 1}
-        return ctx.emit(op, (input, m1, m2), kwargs, _out(ctx, m1, shape))
-
-    return rule
+    for t, n, what in zip((m1, m2), ndims, ("mat1", "mat2")):
+        _need_dims(ctx, what, t, n)
+    same_dtype(ctx, m1, m2)
+    same_dtype(ctx, input, m1, message="self and mat2 must have the same dtype")
+    shape = core(ctx, ctx.meta(m1).shape, ctx.meta(m2).shape)
+    expand_to(ctx, ctx.meta(input).shape, shape)
+    kwargs = {k: v for k, v in (("beta", beta), ("alpha", alpha)) if v != 1}
+    return ctx.emit(op, (input, m1, m2), kwargs, _out(ctx, m1, shape))
 
 
 def _mm_shape(ctx, a, b):
@@ -287,9 +283,20 @@ def _mv_shape(ctx, a, v):
     return (a[0],)
 
 
-register("addmm", "torch.addmm", tensor_method("addmm"))(_addmm_like((2, 2), _mm_shape))
-register("baddbmm", "torch.baddbmm", tensor_method("baddbmm"))(_addmm_like((3, 3), _bmm_shape))
-register("addmv", "torch.addmv", tensor_method("addmv"))(_addmm_like((2, 1), _mv_shape))
+# each in eager's own keyword names (torch.baddbmm(b, batch1=m1, batch2=m2))
+@register("addmm", "torch.addmm", tensor_method("addmm"))
+def addmm(ctx, op, input, mat1, mat2, *, beta=1, alpha=1):
+    return _addmm_like(ctx, op, (2, 2), _mm_shape, input, mat1, mat2, beta, alpha)
+
+
+@register("baddbmm", "torch.baddbmm", tensor_method("baddbmm"))
+def baddbmm(ctx, op, input, batch1, batch2, *, beta=1, alpha=1):
+    return _addmm_like(ctx, op, (3, 3), _bmm_shape, input, batch1, batch2, beta, alpha)
+
+
+@register("addmv", "torch.addmv", tensor_method("addmv"))
+def addmv(ctx, op, input, mat, vec, *, beta=1, alpha=1):
+    return _addmm_like(ctx, op, (2, 1), _mv_shape, input, mat, vec, beta, alpha)
 
 
 @register("linear", "torch._C._nn.linear")

@@ -202,9 +202,17 @@ def _pointwise_loss(ctx, op, input, target, reduction=1, *extra):
     return ctx.emit(op, args, {}, out(ctx, _reduced(shape, reduction), dtype, input, target))
 
 
+def _smooth_l1_loss(ctx, op, input, target, reduction=1, beta=1.0):
+    return _pointwise_loss(ctx, op, input, target, reduction, beta)
+
+
 _LOSSES = {
-    name: register(name, f"torch._C._nn.{name}")(_pointwise_loss)
-    for name in ("mse_loss", "l1_loss", "smooth_l1_loss")
+    name: register(name, f"torch._C._nn.{name}")(rule)
+    for name, rule in (
+        ("mse_loss", _pointwise_loss),
+        ("l1_loss", _pointwise_loss),
+        ("smooth_l1_loss", _smooth_l1_loss),
+    )
 }
 l1_loss = _LOSSES["l1_loss"]
 

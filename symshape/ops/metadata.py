@@ -13,6 +13,7 @@ from symshape.ops._helpers import norm_dim, numel
 from symshape.ops.registry import OpDef, attribute, define, tensor_method
 from symshape.ops.views import eager_layout
 from symshape.sym import DataDependentError
+from symshape.sym import logic as L
 from symshape.sym.source import user_location
 from symshape.trace.errors import TracingError
 
@@ -155,15 +156,87 @@ _getter("hash", lambda ctx, t: id(t), tensor_method("__hash__"))
 _getter("repr", _repr, tensor_method("__repr__"), tensor_method("__str__"))
 _getter("format", lambda ctx, t, spec="": _repr(ctx, t), tensor_method("__format__"))
 _getter("dim_order", lambda ctx, t, **k: tuple(range(ctx.meta(t).ndim)), tensor_method("dim_order"))
-for _name in (
-    "__bool__",
-    "__int__",
-    "__float__",
-    "__index__",
-    "__complex__",
-    "numpy",
-):
-    _getter(_name.strip("_"), _data_read(f"Tensor.{_name}()"), tensor_method(_name))
+_getter("numpy", _data_read("Tensor.numpy()"), tensor_method("numpy"))
+
+
+# -- int(t), float(t), bool(t): a Python number of the data ------------------------------------
+#
+# Eager reads the one element. CPython requires ``__int__`` to return a real ``int``
+# (a ``torch.SymInt`` gives "TypeError: __int__ returned non-int", and an ``int``
+# subclass is copied into a plain ``int``), ``__float__`` a real ``float``,
+# ``__bool__`` a real ``bool``: no symbolic value can stand for the data here, so
+# these are refused with the spelling symshape traces (``.item()``).
+
+_FIX = {
+    ("__int__", "int"): ("t.item()", "a symbolic int"),
+    ("__int__", "float"): ("t.long().item()", "a symbolic int (int() truncates as .long() does)"),
+    ("__int__", "bool"): ("t.long().item()", "a symbolic int"),
+    ("__index__", "int"): ("t.item()", "a symbolic int"),
+    ("__index__", "bool"): ("t.long().item()", "a symbolic int"),
+    ("__float__", "float"): ("t.item()", "a symbolic float"),
+    ("__float__", "int"): ("t.double().item()", "a symbolic float"),
+    ("__complex__", "float"): ("t.item()", "a symbolic number"),
+    ("__complex__", "int"): ("t.double().item()", "a symbolic float"),
+    ("__float__", "bool"): ("t.double().item()", "a symbolic float"),
+    ("__complex__", "bool"): ("t.double().item()", "a symbolic float"),
+}
+_RETURNS = {"__int__": "int", "__index__": "int", "__float__": "float", "__complex__": "complex"}
+
+
+def _to_python(method: str):
+    def rule(ctx, t, *args, **kwargs):
+        m = ctx.meta(t)
+        inexact = m.dtype.is_floating_point or m.dtype.is_complex
+        if method == "__index__" and inexact:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        n = numel(m.shape)
+        one = ctx.known(L.eq(n, 1))
+        if one is None and ctx.has_hint(n):
+            one = ctx.guard(L.eq(n, 1))
+        if one is False:  # eager's errors
+            if method == "__bool__":
+                none = ctx.guard(L.eq(n, 0))
+                raise RuntimeError(
+                    f"Boolean value of Tensor with {'no values' if none else 'more than one value'} "
+                    "is ambiguous"
+                )
+            if method == "__index__":
+                raise TypeError(
+                    "only integer tensors of a single element can be converted to an index"
+                )
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        where = user_location()
+        at = f"\n  at {where.describe()}" if where else ""
+        call = "operator.index(t)" if method == "__index__" else f"{method.strip('_')}(t)"
+        if method == "__bool__":
+            why = (
+                "Python requires `__bool__` to return a real bool, and an `if`, `and` or "
+                "`while` on it is a branch on data, which a trace cannot record. Fix: keep it in "
+                "a tensor (e.g. torch.where(t, a, b)), or compute it outside the jit-compiled "
+                "function."
+            )
+        else:
+            kind = "float" if inexact else "bool" if m.dtype is torch.bool else "int"
+            fix, gives = _FIX[(method, kind)]
+            returns = _RETURNS[method]
+            why = (
+                f"Python requires `{method}` to return a real `{returns}` (anything else, "
+                f"a torch.{'SymInt' if returns == 'int' else 'SymFloat'} too, is refused: "
+                f"`{method} returned non-{returns}`), so no symbolic value can stand for it. "
+                f"Fix: write `{fix}` instead of `{call}`: symshape traces it as {gives}, read "
+                "when the trace runs."
+            )
+        raise DataDependentError(
+            f"`{call}` of a traced tensor t ({m}) needs its value, known only when the trace "
+            f"runs.{at}\n{why}",
+            location=where,
+        )
+
+    return rule
+
+
+for _name in ("__bool__", "__int__", "__float__", "__index__", "__complex__"):
+    _getter(_name.strip("_"), _to_python(_name), tensor_method(_name))
 
 
 def _len_error():

@@ -38,11 +38,13 @@ from symshape.trace.errors import TracingError
 
 def expect(ctx, cond, error: Callable[[], Exception]) -> None:
     """Eager raises ``error()`` unless ``cond``: decided by the engine, else guarded
-    on the sizes seen (backed), else asserted when the trace runs (data-dependent)."""
+    on the sizes seen (backed), else asserted when the trace runs (data-dependent;
+    its failure is then also of ``error()``'s type)."""
     ok = ctx.known(cond)
     if ok is None:
         if not ctx.has_hint(cond):
-            ctx.check(cond, str(error()))
+            e = ctx.runtime_error(error)
+            ctx.check(cond, str(e), type(e))
             return
         ok = ctx.guard(cond)
     if not ok:

@@ -292,10 +292,11 @@ def _grid_sample(ctx, b):
 register("grid_sample", "torch.nn.functional.grid_sample")(f_node(F.grid_sample, _grid_sample))
 
 
-def _grid_sampler(ctx, op, input, grid, *args):
+def _grid_sampler(ctx, op, input, grid, interpolation_mode, padding_mode, align_corners):
     m, g = ctx.meta(input), ctx.meta(grid)
     shape = (m.shape[0], m.shape[1], *g.shape[1:-1])
-    return ctx.emit(op, (input, grid, *args), {}, _meta(ctx, shape, m.dtype, input))
+    args = (input, grid, interpolation_mode, padding_mode, align_corners)
+    return ctx.emit(op, args, {}, _meta(ctx, shape, m.dtype, input))
 
 
 for _n in ("grid_sampler", "grid_sampler_2d", "grid_sampler_3d"):

@@ -48,8 +48,8 @@ _MATRIX_ORDS = ("fro", "nuc", math.inf, -math.inf, 1, -1, 2, -2)
 
 
 @register("linalg_matrix_norm", "torch.linalg.matrix_norm")
-def linalg_matrix_norm(ctx, op, A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
-    m = ctx.meta(A)
+def linalg_matrix_norm(ctx, op, input, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
+    m = ctx.meta(input)
     if ord not in _MATRIX_ORDS:
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     dims = norm_dims(dim, m.ndim)
@@ -58,12 +58,12 @@ def linalg_matrix_norm(ctx, op, A, ord="fro", dim=(-2, -1), keepdim=False, *, dt
     shape = reduced_shape(m.shape, dims, keepdim)
     out = real_of(dtype or _float(m.dtype))
     kw = {} if dtype is None else {"dtype": dtype}
-    return ctx.emit(op, (A, ord, list(dim), keepdim), kw, _meta(ctx, shape, out, A))
+    return ctx.emit(op, (input, ord, list(dim), keepdim), kw, _meta(ctx, shape, out, input))
 
 
 @register("linalg_norm", "torch.linalg.norm")
-def linalg_norm(ctx, op, A, ord=None, dim=None, keepdim=False, *, dtype=None):
-    m = ctx.meta(A)
+def linalg_norm(ctx, op, input, ord=None, dim=None, keepdim=False, *, dtype=None):
+    m = ctx.meta(input)
     if dim is not None:
         dims = norm_dims(dim, m.ndim)
     elif ord is None:
@@ -79,14 +79,14 @@ def linalg_norm(ctx, op, A, ord=None, dim=None, keepdim=False, *, dtype=None):
     shape = reduced_shape(m.shape, dims, keepdim)
     out = real_of(dtype or _float(m.dtype))
     kw = {} if dtype is None else {"dtype": dtype}
-    return ctx.emit(op, (A, ord, dim, keepdim), kw, _meta(ctx, shape, out, A))
+    return ctx.emit(op, (input, ord, dim, keepdim), kw, _meta(ctx, shape, out, input))
 
 
 @register("linalg_cond", "torch.linalg.cond")
-def linalg_cond(ctx, op, A, p=None):
-    m = matrix(ctx, "linalg.cond", A, square=p not in (None, 2, -2))
-    args = (A,) if p is None else (A, p)
-    return ctx.emit(op, args, {}, _meta(ctx, m.shape[:-2], real_of(_float(m.dtype)), A))
+def linalg_cond(ctx, op, input, p=None):
+    m = matrix(ctx, "linalg.cond", input, square=p not in (None, 2, -2))
+    args = (input,) if p is None else (input, p)
+    return ctx.emit(op, args, {}, _meta(ctx, m.shape[:-2], real_of(_float(m.dtype)), input))
 
 
 # -- cross and dot products -------------------------------------------------------------------
@@ -222,8 +222,8 @@ def linalg_multi_dot(ctx, op, tensors):
 
 
 @register("linalg_tensorinv", "torch.linalg.tensorinv")
-def linalg_tensorinv(ctx, op, A, ind=2):
-    m = ctx.meta(A)
+def linalg_tensorinv(ctx, op, input, ind=2):
+    m = ctx.meta(input)
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
     left, right = m.shape[:ind], m.shape[ind:]
@@ -240,19 +240,19 @@ def linalg_tensorinv(ctx, op, A, ind=2):
             "Expected self to satisfy the requirement prod(self.shape[ind:]) == prod(self.shape[:ind])"
         ),
     )
-    return ctx.emit(op, (A, ind), {}, _meta(ctx, (*right, *left), m.dtype, A))
+    return ctx.emit(op, (input, ind), {}, _meta(ctx, (*right, *left), m.dtype, input))
 
 
 @register("linalg_tensorsolve", "torch.linalg.tensorsolve")
-def linalg_tensorsolve(ctx, op, A, B, dims=None):
-    a, b = ctx.meta(A), ctx.meta(B)
+def linalg_tensorsolve(ctx, op, input, other, dims=None):
+    a, b = ctx.meta(input), ctx.meta(other)
     shape = list(a.shape)
     if dims is not None:
         moved = [norm_dim(d, a.ndim) for d in dims]
         rest = [i for i in range(a.ndim) if i not in moved]
         shape = [a.shape[i] for i in rest + moved]
     out = shape[b.ndim :]
-    return ctx.emit(op, (A, B, dims), {}, _meta(ctx, out, result_type(A, B), A))
+    return ctx.emit(op, (input, other, dims), {}, _meta(ctx, out, result_type(input, other), input))
 
 
 @register("linalg_vander", "torch.linalg.vander")

@@ -32,10 +32,12 @@ _COMPLEX_TO_REAL = {
 
 
 def _numpy_names(rule):
-    """Accept PyTorch's NumPy spellings ``axis=`` and ``keepdims=`` as eager does."""
+    """Accept PyTorch's NumPy spellings ``x=``, ``axis=`` and ``keepdims=`` as eager does."""
 
     @functools.wraps(rule)
     def wrapper(ctx, op, *args, **kwargs):
+        if "x" in kwargs:
+            kwargs["input"] = kwargs.pop("x")
         if "axis" in kwargs:
             if "dim" in kwargs:
                 raise TypeError(f"{op.name}() got multiple values for argument 'dim'")
@@ -382,8 +384,8 @@ def count_nonzero(ctx, op, input, dim=None):
 
 @register("vector_norm", "torch._C._linalg.linalg_vector_norm", torch.linalg.vector_norm)
 @_numpy_names
-def vector_norm(ctx, op, x, ord=2, dim=None, keepdim=False, *, dtype=None):
-    m = ctx.meta(x)
+def vector_norm(ctx, op, input, ord=2, dim=None, keepdim=False, *, dtype=None):
+    m = ctx.meta(input)
     if _integral(m.dtype):
         raise RuntimeError(
             "linalg.vector_norm: Expected a floating point or complex tensor as input. "
@@ -399,8 +401,8 @@ def vector_norm(ctx, op, x, ord=2, dim=None, keepdim=False, *, dtype=None):
     shape = reduced_shape(m.shape, dims, keepdim)
     out = dtype if dtype is not None else m.dtype
     kwargs = {"dtype": dtype} if dtype is not None else {}
-    args = (x, ord, None if dim is None else dims, keepdim)
-    return ctx.emit(op, args, kwargs, _out(ctx, x, shape, _COMPLEX_TO_REAL.get(out, out)))
+    args = (input, ord, None if dim is None else dims, keepdim)
+    return ctx.emit(op, args, kwargs, _out(ctx, input, shape, _COMPLEX_TO_REAL.get(out, out)))
 
 
 def _norm(ctx, op, input, p="fro", dim=None, keepdim=False, out=None, dtype=None):

@@ -171,55 +171,67 @@ def scaled_size(ctx, size, scale):
 
 
 def _upsample(n: int, align: bool):
+    """The kernel's ``.vec`` overload, the one F.interpolate calls: ``(input,
+    output_size, [align_corners,] scale_factors)``, in eager's keyword names."""
+
+    def with_align(ctx, op, input, output_size=None, align_corners=None, scale_factors=None):
+        return _upsample_rule(ctx, op, n, align, input, output_size, align_corners, scale_factors)
+
+    def without_align(ctx, op, input, output_size=None, scale_factors=None):
+        return _upsample_rule(ctx, op, n, align, input, output_size, None, scale_factors)
+
+    return with_align if align else without_align
+
+
+def _upsample_rule(ctx, op, n, align, input, output_size, align_corners, scale_factors):
     spatial = "DHW"[3 - n :]
-
-    def rule(ctx, op, input, output_size, *rest):
-        align_corners, scale_factors = (rest[0], rest[1]) if align else (None, rest[0])
-        m = ctx.meta(input)
-        if m.ndim != n + 2:
-            raise RuntimeError(
-                f"It is expected input_size equals to {n + 2}, but got size {m.ndim}"
-            )
-        if (output_size is None) == (scale_factors is None):
-            raise RuntimeError("Must specify exactly one of output_size and scale_factors")
-        if output_size is not None:
-            sizes = tuple(ctx.sym(v) for v in output_size)
-            if len(sizes) != n:
-                raise RuntimeError(
-                    f"It is expected output_size equals to {n}, but got size {len(sizes)}"
-                )
-        else:
-            if len(scale_factors) != n:
-                raise RuntimeError(
-                    f"It is expected scale_factors equals to {n}, but got size {len(scale_factors)}"
-                )
-            sizes = tuple(scaled_size(ctx, x, s) for x, s in zip(m.shape[2:], scale_factors))
-        ins = m.shape[2:]
-
-        def err():
-            i = ", ".join(f"{c}: {show(ctx, x)}" for c, x in zip(spatial, ins))
-            o = ", ".join(f"{c}: {show(ctx, x)}" for c, x in zip(spatial, sizes))
-            return RuntimeError(
-                f"Input and output sizes should be greater than 0, but got input ({i})"
-                f"{' and' if n == 1 else ''} output ({o})"
-            )
-
-        for x in (*ins, *sizes):
-            expect(ctx, L.gt(x, 0), err)
-        # numel != 0 or prod(sizes[1:]) != 0: with the sizes above, channels != 0
-        expect(
-            ctx,
-            L.ne(m.shape[1], 0),
-            lambda: RuntimeError(
-                f"Non-empty {n + 2}D data tensor expected but got a tensor with sizes "
-                f"{show(ctx, m.shape)}"
-            ),
+    if isinstance(scale_factors, (int, float)):
+        raise NotImplementedError(
+            f"{op.name} with one scale per dimension (scales_h=, scales_w=...) is not "
+            "supported while tracing; pass scale_factors=[...] (the overload F.interpolate "
+            "calls) or call F.interpolate"
         )
-        shape = (*m.shape[:2], *sizes)
-        args = (input, output_size, *((align_corners,) if align else ()), scale_factors)
-        return ctx.emit(op, args, {}, out(ctx, shape, m.dtype, input))
+    m = ctx.meta(input)
+    if m.ndim != n + 2:
+        raise RuntimeError(f"It is expected input_size equals to {n + 2}, but got size {m.ndim}")
+    if (output_size is None) == (scale_factors is None):
+        raise RuntimeError("Must specify exactly one of output_size and scale_factors")
+    if output_size is not None:
+        sizes = tuple(ctx.sym(v) for v in output_size)
+        if len(sizes) != n:
+            raise RuntimeError(
+                f"It is expected output_size equals to {n}, but got size {len(sizes)}"
+            )
+    else:
+        if len(scale_factors) != n:
+            raise RuntimeError(
+                f"It is expected scale_factors equals to {n}, but got size {len(scale_factors)}"
+            )
+        sizes = tuple(scaled_size(ctx, x, s) for x, s in zip(m.shape[2:], scale_factors))
+    ins = m.shape[2:]
 
-    return rule
+    def err():
+        i = ", ".join(f"{c}: {show(ctx, x)}" for c, x in zip(spatial, ins))
+        o = ", ".join(f"{c}: {show(ctx, x)}" for c, x in zip(spatial, sizes))
+        return RuntimeError(
+            f"Input and output sizes should be greater than 0, but got input ({i})"
+            f"{' and' if n == 1 else ''} output ({o})"
+        )
+
+    for x in (*ins, *sizes):
+        expect(ctx, L.gt(x, 0), err)
+    # numel != 0 or prod(sizes[1:]) != 0: with the sizes above, channels != 0
+    expect(
+        ctx,
+        L.ne(m.shape[1], 0),
+        lambda: RuntimeError(
+            f"Non-empty {n + 2}D data tensor expected but got a tensor with sizes "
+            f"{show(ctx, m.shape)}"
+        ),
+    )
+    shape = (*m.shape[:2], *sizes)
+    args = (input, output_size, *((align_corners,) if align else ()), scale_factors)
+    return ctx.emit(op, args, {}, out(ctx, shape, m.dtype, input))
 
 
 # (F.interpolate mode, input rank, antialias) -> the kernel it calls

@@ -23,14 +23,25 @@ _KERNELS = ("lstm", "gru", "rnn_tanh", "rnn_relu")
 
 
 def _rule(name: str):
-    def rule(ctx, op, input, hx, params, *flags):
+    def rule(
+        ctx,
+        op,
+        input,
+        hx,
+        params,
+        has_biases,
+        num_layers,
+        dropout,
+        train,
+        bidirectional,
+        batch_first=None,  # absent from the packed overload, (data, batch_sizes, hx, ...)
+    ):
         if isinstance(hx, torch.Tensor) and ctx.meta(hx).ndim == 1:  # batch_sizes: packed
             raise NotImplementedError(
                 f"torch.{name} with a PackedSequence is not supported while tracing; pass "
                 "padded tensors (and a mask) instead"
             )
-        # flags: has_biases, num_layers, dropout, train, bidirectional, batch_first
-        _, num_layers, dropout, train, bidirectional, _ = flags
+        flags = (has_biases, num_layers, dropout, train, bidirectional, batch_first)
         m = ctx.meta(input)
         if m.ndim != 3:
             raise RuntimeError(f"{name}: input must have 3 dimensions, got {m.ndim}")

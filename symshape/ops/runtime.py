@@ -68,3 +68,9 @@ def item(x):
 
 def tolist(x):
     return tuple(x.reshape(-1).tolist())
+
+
+def assert_true(condition, message):
+    """``torch._assert`` of a tensor: eager's ``if not condition: raise AssertionError``."""
+    if not condition:
+        raise AssertionError(message)

@@ -146,7 +146,10 @@ def constant_pad_nd(ctx, op, input, pad, value=0):
 
 
 def _split_along(name: str, dim_of, min_ndim: int):
-    def split(input, indices_or_sections):
+    def split(input, indices_or_sections=None, *, sections=None, indices=None):
+        from symshape.ops.joins import split_points
+
+        indices_or_sections = split_points(name, indices_or_sections, sections, indices)
         if input.dim() < min_ndim:
             raise RuntimeError(
                 f"torch.{name} requires a tensor with at least {min_ndim} dimension, but got a "
@@ -228,12 +231,12 @@ def triu_indices(ctx, op, row, col, offset=0, **options):
 
 
 @register("one_hot", "torch.nn.functional.one_hot")
-def one_hot(ctx, op, tensor, num_classes=-1):
+def one_hot(ctx, op, input, num_classes=-1):
     """``one_hot(t: [s0], C) -> [s0, C]``; with ``num_classes=-1`` the class count is
     ``t.max() + 1``, a size of the data (an unbacked symbol). Eager refuses class
     values outside ``[0, C)``: a runtime assert here."""
-    if ctx.meta(tensor).dtype is not torch.int64:
-        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if ctx.meta(input).dtype is not torch.int64:
+        raise RuntimeError("one_hot is only applicable to index input of type LongTensor.")
 
     def body(t, c):
         if c == -1:
@@ -241,7 +244,7 @@ def one_hot(ctx, op, tensor, num_classes=-1):
         bad = ((t < 0) | (t >= c)).sum().item()
         return (t.unsqueeze(-1) == torch.arange(c, device=t.device)).long(), bad
 
-    out, bad = traced(ctx, body, tensor, num_classes)
+    out, bad = traced(ctx, body, input, num_classes)
     ctx.check(
         L.eq(ctx.sym(bad), 0), "one_hot: class values must be non-negative and below num_classes"
     )

@@ -28,7 +28,7 @@ def topk(ctx, op, input, k, dim=-1, largest=True, sorted=True):
     d = norm_dim(dim, m.ndim)
     n = m.shape[d] if m.ndim else 1
     k = ctx.sym(k)
-    ctx.check(L.ge(k, 0), "topk: k must be non-negative")
+    ctx.check(L.ge(k, 0), "selected index k out of range")  # eager's words for both
     ctx.check(L.le(k, n), "selected index k out of range")
     shape = m.shape[:d] + (k,) + m.shape[d + 1 :] if m.ndim else ()
     return _pair(ctx, op, (input, k, d, largest, sorted), {}, shape, m, "topk")
@@ -58,8 +58,8 @@ def kthvalue(ctx, op, input, k, dim=-1, keepdim=False):
     d = norm_dim(dim, m.ndim) if m.ndim else 0
     k = ctx.sym(k)
     n = m.shape[d] if m.ndim else 1
-    ctx.check(L.ge(k, 1), "kthvalue: k must be at least 1")
-    ctx.check(L.le(k, n), "kthvalue(): selected number k out of range")
+    ctx.check(L.ge(k, 1), f"kthvalue(): selected number k out of range for dimension {d}")
+    ctx.check(L.le(k, n), f"kthvalue(): selected number k out of range for dimension {d}")
     if not m.ndim:
         shape = ()
     elif keepdim:

@@ -119,5 +119,11 @@ def _from_parts(ctx, op, a, b):
     return ctx.emit(op, (a, b), {}, out)
 
 
-register("complex", "torch.complex", tags={"elementwise"})(_from_parts)
-register("polar", "torch.polar", tags={"elementwise"})(_from_parts)
+@register("complex", "torch.complex", tags={"elementwise"})
+def complex_of_parts(ctx, op, real, imag):
+    return _from_parts(ctx, op, real, imag)
+
+
+@register("polar", "torch.polar", tags={"elementwise"})
+def polar_of_parts(ctx, op, abs, angle):
+    return _from_parts(ctx, op, abs, angle)

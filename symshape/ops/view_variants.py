@@ -316,10 +316,10 @@ def channel_shuffle(input, groups):
 
 
 @register("sum_to_size", "torch.Tensor.sum_to_size")
-def sum_to_size(ctx, op, input, *size):
+def sum_to_size(ctx, op, input, *sizes, size=None):
     """Sum the leading dims and each dim where ``size`` is 1 and the input's is not;
     eager refuses a ``size`` the input's shape is not an expansion of."""
-    shape = sym_tuple(ctx, size)
+    shape = sym_tuple(ctx, sizes if size is None else (size,))
     m = ctx.meta(input)
     lead = m.ndim - len(shape)
 

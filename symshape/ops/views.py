@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from symshape.ops._helpers import norm_dim, norm_dims, numel, sym_tuple
+from symshape.ops._helpers import norm_dim, norm_dims, numel, require, sym_tuple
 from symshape.ops.registry import OpDef, attribute, define, register, tensor_method
 from symshape.sym import expr as E
 from symshape.sym import logic as L
@@ -48,15 +48,18 @@ def view_meta(ctx, m, shape, strides):
     return ctx.out_meta(shape, m.dtype, m.device, norm_strides(shape, strides))
 
 
-def decide(ctx, cond, expect: bool = True, msg: str | None = None) -> bool:
+def decide(
+    ctx, cond, expect: bool = True, msg: str | None = None, error: type[Exception] = RuntimeError
+) -> bool:
     """``cond`` decided by the engine, else guarded from the hints; with
-    data-dependent sizes it is asserted to be ``expect`` (a runtime assert)."""
+    data-dependent sizes it is asserted to be ``expect`` (a runtime assert,
+    whose failure is also an ``error``: the type eager raises there)."""
     r = ctx.known(cond)
     if r is not None:
         return r
     if ctx.has_hint(cond):
         return ctx.guard(cond)
-    ctx.check(cond if expect else L.not_(cond), msg)
+    ctx.check(cond if expect else L.not_(cond), msg, error)
     return expect
 
 
@@ -189,22 +192,27 @@ def infer_size(ctx, sizes, total) -> tuple:
             continue
         if type(s) is int and s < 0:
             raise RuntimeError(f"invalid shape dimension {s}")
-        if type(s) is not int and not decide(ctx, L.ge(s, 0)):
-            raise RuntimeError(f"invalid shape dimension {show(ctx, s)}")
+        if type(s) is not int:
+            require(
+                ctx, L.ge(s, 0), lambda s=s: RuntimeError(f"invalid shape dimension {show(ctx, s)}")
+            )
         prod = E.mul(prod, s)
-    bad = f"shape '{shown(ctx, sizes)}' is invalid for input of size {show(ctx, total)}"
+    bad = lambda: RuntimeError(  # noqa: E731
+        f"shape '{shown(ctx, sizes)}' is invalid for input of size {show(ctx, total)}"
+    )
     if infer is None:
-        if not decide(ctx, L.eq(prod, total), msg=bad):
-            raise RuntimeError(bad)
+        require(ctx, L.eq(prod, total), bad)
         return tuple(sizes)
-    if decide(ctx, L.eq(prod, 0), expect=False):
-        raise RuntimeError(
+    require(
+        ctx,
+        L.ne(prod, 0),
+        lambda: RuntimeError(
             f"cannot reshape tensor of {show(ctx, total)} elements into shape "
             f"{shown(ctx, sizes)} because the unspecified dimension size -1 can be any value "
             "and is ambiguous"
-        )
-    if not decide(ctx, L.eq(E.mod(total, prod), 0), msg=bad):
-        raise RuntimeError(bad)
+        ),
+    )
+    require(ctx, L.eq(E.mod(total, prod), 0), bad)
     sizes[infer] = E.floordiv(total, prod)
     return tuple(sizes)
 
@@ -398,15 +406,19 @@ def _swap(ndim: int, a: int, b: int) -> list:
     "transpose",
     "torch.transpose",
     torch.Tensor.transpose,
-    torch.swapaxes,
     torch.swapdims,
-    tensor_method("swapaxes"),
     tensor_method("swapdims"),
 )
 def transpose(ctx, op, input, dim0, dim1):
     m = ctx.meta(input)
     a, b = norm_dim(dim0, m.ndim), norm_dim(dim1, m.ndim)
     return ctx.emit(op, (input, a, b), {}, permuted(ctx, m, _swap(m.ndim, a, b)))
+
+
+@register("swapaxes", "torch.swapaxes", tensor_method("swapaxes"))
+def swapaxes(ctx, op, input, axis0, axis1):
+    """``transpose`` in NumPy's names."""
+    return transpose.rule(ctx, transpose, input, axis0, axis1)
 
 
 @register("t", "torch.t", torch.Tensor.t)
@@ -504,6 +516,15 @@ def expand_geometry(ctx, m, sizes) -> tuple:
 def expand_dim(ctx, size, target, where) -> bool:
     """Is a dim of ``size`` expanded to ``target`` (``size`` is 1)? False when
     they are equal; eager's error when neither holds."""
+
+    def error() -> RuntimeError:
+        i, sizes, shape = where()
+        return RuntimeError(
+            f"The expanded size of the tensor ({show(ctx, target)}) must match the existing "
+            f"size ({show(ctx, size)}) at non-singleton dimension {i}.  Target sizes: "
+            f"{shown(ctx, sizes)}.  Tensor sizes: {shown(ctx, shape)}"
+        )
+
     if size is target or ctx.known(L.eq(size, target)) is True:
         return False
     if ctx.known(L.eq(size, 1)) is True:
@@ -514,13 +535,10 @@ def expand_dim(ctx, size, target, where) -> bool:
         if ctx.env.hint(size) == 1:
             return ctx.guard(L.eq(size, 1))
         ctx.guard(L.and_(L.ne(size, target), L.ne(size, 1)))  # code may catch the error
-        i, sizes, shape = where()
-        raise RuntimeError(
-            f"The expanded size of the tensor ({show(ctx, target)}) must match the existing "
-            f"size ({show(ctx, size)}) at non-singleton dimension {i}.  Target sizes: "
-            f"{shown(ctx, sizes)}.  Tensor sizes: {shown(ctx, shape)}"
-        )
-    ctx.check(L.eq(size, target), "expand: sizes must match (the dim is not known to be 1)")
+        raise error()
+    if ctx.has_hint(size) and ctx.env.hint(size) == 1:  # target read from the data
+        return ctx.guard(L.eq(size, 1))
+    ctx.check(L.eq(size, target), str(ctx.runtime_error(error)))
     return False
 
 
@@ -590,23 +608,21 @@ def unsqueeze(ctx, op, input, dim):
 
 
 def check_index(ctx, index, size, what):
-    """``-size <= index < size``, decided, guarded or asserted; ``what(i, n)``
-    builds eager's IndexError message. Returns the index wrapped to ``[0, size)``."""
-    if type(index) is int and index >= 0:
-        ok = decide(ctx, L.lt(index, size), msg="index in bounds")
-        wrapped = index
-    elif type(index) is int:
-        ok = decide(ctx, L.ge(E.add(size, index), 0), msg="index in bounds")
-        wrapped = E.add(size, index)
-    elif decide(ctx, L.ge(index, 0)):
-        ok = decide(ctx, L.lt(index, size), msg="index in bounds")
-        wrapped = index
-    else:
-        ok = decide(ctx, L.ge(E.add(size, index), 0), msg="index in bounds")
-        wrapped = E.add(size, index)
-    if not ok:
-        raise IndexError(what(show(ctx, index), show(ctx, size)))
-    return wrapped
+    """``-size <= index < size`` as eager requires, decided, guarded or asserted;
+    ``what(i, n)`` builds eager's IndexError message. Returns the index wrapped
+    to ``[0, size)``. An index read from the data may have either sign: both
+    ends are asserted, and eager wraps it when the trace runs."""
+    error = lambda: IndexError(what(show(ctx, index), show(ctx, size)))  # noqa: E731
+    sign = index >= 0 if type(index) is int else ctx.known(L.ge(index, 0))
+    if sign is None and ctx.has_hint(index):
+        sign = ctx.guard(L.ge(index, 0))
+    if sign is not False:
+        require(ctx, L.lt(index, size), error)
+    if sign is not True:
+        require(ctx, L.ge(E.add(size, index), 0), error)
+    if sign is None:  # index + size when index < 0
+        return E.add(index, E.mul(size, E.sym_min(E.sym_max(E.neg(index), 0), 1)))
+    return index if sign else E.add(size, index)
 
 
 @register("select", "torch.select", torch.Tensor.select)
@@ -640,30 +656,41 @@ def narrow(ctx, op, input, dim, start, length):
         if sm.ndim != 0 or sm.dtype.is_floating_point or sm.dtype.is_complex:
             raise RuntimeError("start must be an 0-dim integral Tensor.")
         n = ctx.sym(length)
-        if not decide(ctx, L.ge(n, 0)):
-            raise RuntimeError("narrow(): length must be non-negative.")
-        if not decide(ctx, L.le(n, m.shape[d])):
-            raise RuntimeError(
+        require(ctx, L.ge(n, 0), lambda: RuntimeError("narrow(): length must be non-negative."))
+        require(
+            ctx,
+            L.le(n, m.shape[d]),
+            lambda: RuntimeError(
                 f"start + length ({show(ctx, n)}) exceeds dimension size ({show(ctx, m.shape[d])})."
-            )
+            ),
+        )
         shape = (*m.shape[:d], n, *m.shape[d + 1 :])
         return ctx.emit(op, (input, d, start, length), {}, view_meta(ctx, m, shape, strides_of(m)))
     size = m.shape[d]
     s, n = ctx.sym(start), ctx.sym(length)
-    if not decide(ctx, L.ge(n, 0)):
-        raise RuntimeError("narrow(): length must be non-negative.")
-    if not (decide(ctx, L.ge(s, E.neg(size))) and decide(ctx, L.le(s, size))):
-        raise IndexError(
-            f"start out of range (expected to be in range of [{-show(ctx, size)}, "
-            f"{show(ctx, size)}], but got {show(ctx, s)})"
-        )
-    if not decide(ctx, L.ge(s, 0)):
-        s = E.add(s, size)
-    if not decide(ctx, L.le(E.add(s, n), size)):
-        raise RuntimeError(
-            f"start ({show(ctx, s)}) + length ({show(ctx, n)}) exceeds dimension size "
-            f"({show(ctx, size)})."
-        )
+    require(ctx, L.ge(n, 0), lambda: RuntimeError("narrow(): length must be non-negative."))
+    out_of_range = lambda: IndexError(  # noqa: E731
+        f"start out of range (expected to be in range of [{show(ctx, E.neg(size))}, "
+        f"{show(ctx, size)}], but got {show(ctx, s)})"
+    )
+    require(ctx, L.ge(s, E.neg(size)), out_of_range)
+    require(ctx, L.le(s, size), out_of_range)
+    sign = s >= 0 if type(s) is int else ctx.known(L.ge(s, 0))
+    if sign is None and ctx.has_hint(s):
+        sign = ctx.guard(L.ge(s, 0))
+    shown_start = s  # eager prints the wrapped start; from the data: the value read
+    if sign is None:  # read from the data: either sign, wrapped as eager wraps it
+        s = E.add(s, E.mul(size, E.sym_min(E.sym_max(E.neg(s), 0), 1)))
+    elif not sign:
+        s = shown_start = E.add(s, size)
+    require(
+        ctx,
+        L.le(E.add(s, n), size),
+        lambda: RuntimeError(
+            f"start ({show(ctx, shown_start)}) + length ({show(ctx, n)}) exceeds dimension "
+            f"size ({show(ctx, size)})."
+        ),
+    )
     shape = (*m.shape[:d], n, *m.shape[d + 1 :])
     return ctx.emit(op, (input, d, start, length), {}, view_meta(ctx, m, shape, strides_of(m)))
 
@@ -753,8 +780,13 @@ def repeat(ctx, op, input, *repeats, **kw):
             "of tensor"
         )
     for r in reps:
-        if negative(ctx, r):
-            raise RuntimeError(f"Trying to create tensor with negative dimension: {list(reps)}")
+        require(
+            ctx,
+            L.ge(r, 0),
+            lambda: RuntimeError(
+                f"Trying to create tensor with negative dimension: {shown(ctx, reps)}"
+            ),
+        )
     padded = (1,) * (len(reps) - m.ndim) + tuple(m.shape)
     shape = tuple(E.mul(a, b) for a, b in zip(padded, reps))
     return ctx.emit(op, (input, _size_arg(repeats)), {}, ctx.out_meta(shape, m.dtype, m.device))

@@ -218,10 +218,17 @@ class ShapeEnv:
         self.guard(E._CMP["eq"](s, v), where)
         return v
 
-    def check(self, cond, msg: str | None = None, where: Location | None = None) -> None:
+    def check(
+        self,
+        cond,
+        msg: str | None = None,
+        where: Location | None = None,
+        error: type[Exception] = CheckError,
+    ) -> None:
         """The user asserts ``cond``. Provable: nothing is recorded. Only backed
         symbols: a guard (an error now if the hints violate it). Otherwise: a
-        runtime assert. In every case the engine learns it."""
+        runtime assert, whose failure is also an ``error``. In every case the
+        engine learns it."""
         cond = _bool(cond)
         where = where or user_location()
         if type(cond) is bool:
@@ -246,7 +253,7 @@ class ShapeEnv:
             self._recorded.append(Guard(s, where))
             self._learn(s, where, "guard")
             return
-        self._asserts.append(RuntimeAssert(s, where, msg))
+        self._asserts.append(RuntimeAssert(s, where, msg, error))
         self._learn(s, where, "assert")
 
     def assume(self, cond, where: Location | None = None) -> None:

@@ -43,11 +43,17 @@ class Guard:
 
 @dataclass(frozen=True, slots=True)
 class RuntimeAssert:
-    """A condition on data-dependent values, checked when the trace runs."""
+    """A condition on data-dependent values, checked when the trace runs.
+
+    ``error`` is the exception type the program raises without symshape when
+    ``cond`` fails (``IndexError`` for an index out of range, ``RuntimeError``
+    for most size checks, ``CheckError`` for ``check``); the failure raised at
+    run time is an instance of it. ``None``: symshape's own error only."""
 
     cond: object
     where: object = None
     msg: str | None = None
+    error: type | None = None
 
     def __repr__(self) -> str:
         return f"RuntimeAssert({self.cond})"

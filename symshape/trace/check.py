@@ -24,7 +24,7 @@ def check(cond, msg: str | None = None) -> None:
     if isinstance(cond, torch.SymBool):
         node = cond.node
         if isinstance(node, SymNode):
-            node.ctx.check(node.value, msg)
+            node.ctx.check(node.value, msg, CheckError)
             return
         if not bool(cond):
             raise CheckError(_text(cond, msg))

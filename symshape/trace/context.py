@@ -11,12 +11,14 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import operator
+import re
 import threading
+from collections.abc import Callable
 
 import torch
 
 from symshape.ir import ASSERT, CONST, SYM, Node, OpRef, TensorMeta, Var
-from symshape.sym import DataDependentError, ShapeEnv
+from symshape.sym import CheckError, DataDependentError, ShapeEnv
 from symshape.sym import expr as E
 from symshape.sym import logic as L
 from symshape.sym.source import user_location
@@ -65,6 +67,7 @@ class TraceContext:
         self.where_override = None  # a backward records the forward op's line
         self.touched: set[int] = set()  # ids of Vars whose tensor metadata was read
         self.observed_layout = False
+        self._sizes_as_symbols = False  # while building a runtime assert's message
         # id(Var) -> the input's TensorMeta, for contiguous() results whose strides
         # depend on whether a dynamic size is 1 (decided when read: ops/views.py)
         self.layout_if_contiguous: dict[int, TensorMeta] = {}
@@ -235,6 +238,8 @@ class TraceContext:
         return True
 
     def has_hint(self, value) -> bool:
+        if self._sizes_as_symbols:
+            return type(value) in (int, bool, float)
         if isinstance(value, F.Opaque):
             return False
         if isinstance(value, F.Ratio):
@@ -251,10 +256,36 @@ class TraceContext:
     def known(self, cond):
         return self.env.known(cond)
 
-    def check(self, cond, msg: str | None = None) -> None:
-        """Assert ``cond``: a guard for backed symbols, else a runtime assert node."""
-        self.env.check(cond, msg, self._where())
+    def check(self, cond, msg: str | None = None, error: type[Exception] = RuntimeError) -> None:
+        """Assert ``cond``, where eager raises ``error`` unless it holds
+        (``TORCH_CHECK``: ``RuntimeError``): decided, else guarded on the sizes
+        seen (an ``error`` now if they violate it), else a runtime assert node
+        whose failure is also an ``error``. ``symshape.check`` passes
+        ``CheckError``: the engine's own check, with its own errors."""
+        if not issubclass(error, CheckError):
+            ok = self.env.known(cond)
+            if ok is None and self.has_hint(cond):
+                ok = self.guard(cond)
+            if ok is False:
+                where = self._where()
+                raise error(
+                    f"{msg or 'a check failed'}: `{self.env.simplify(cond)}` is false for "
+                    "this input" + (f"\n  at {where.describe()}" if where else "")
+                )
+            if ok is True:
+                return
+        self.env.check(cond, msg, self._where(), error)
         self.flush_asserts()
+
+    def runtime_error(self, error: Callable[[], Exception]) -> Exception:
+        """``error()`` (eager's exception) built for a runtime assert: sizes print
+        as their symbols (``s0``, ``u0``), which the failing call replaces by its
+        values, not as the values seen while tracing."""
+        self._sizes_as_symbols = True
+        try:
+            return error()
+        finally:
+            self._sizes_as_symbols = False
 
     def guard_or(self, cond, default: bool) -> bool:
         r = self.env.known(cond)
@@ -270,9 +301,17 @@ class TraceContext:
         new = self.env.runtime_asserts[self._emitted_asserts :]
         self._emitted_asserts += len(new)
         for a in new:
-            pairs = tuple((s, self.var_of_symbol(s)) for s in sorted(a.cond.free_symbols, key=str))
+            syms = set(a.cond.free_symbols) | self._named_in_message(a)
+            pairs = tuple((s, self.var_of_symbol(s)) for s in sorted(syms, key=str))
             self.nodes.append(Node(ASSERT, (a.cond, len(self.asserts), pairs), where=a.where))
             self.asserts.append(a)
+
+    def _named_in_message(self, a) -> set:
+        """The sizes an op's message names besides the condition's (``tensor of
+        s0 elements``): the failing call is given their values too, to print."""
+        if not a.msg or a.error is None or issubclass(a.error, CheckError):
+            return set()
+        return {s for s in self.sym_vars if re.search(rf"\b{re.escape(s.name)}\b", a.msg)}
 
     def concrete_int(self, e) -> int:
         if type(e) is int:

@@ -13,6 +13,7 @@ reads a hint silently.
 from __future__ import annotations
 
 import builtins
+import sys
 
 from symshape.sym import expr as E
 from symshape.sym import logic as L
@@ -292,7 +293,7 @@ class SymNode:
         return self.ctx.guard(self.value)
 
     def expect_true(self, file=None, line=None) -> bool:
-        self.ctx.check(self.value)
+        self.ctx.check(self.value, error=_torch_check_error(sys._getframe(1)))
         return True
 
     def expect_size(self, file=None, line=None) -> bool:
@@ -356,6 +357,27 @@ builtins_str = builtins.str
 
 def _values(nodes) -> list:
     return [n.value if isinstance(n, SymNode) else n for n in nodes]
+
+
+def _torch_check_error(frame) -> type[Exception]:
+    """The error type of the ``torch._check*`` call that asks ``expect_true``
+    (``torch._check_index``: ``IndexError``), read from the frame of
+    ``torch._check_with``; ``RuntimeError`` (C++'s ``TORCH_SYM_CHECK``) else.
+    Its message callable is not called: eager calls it only on failure, and it
+    could read a size."""
+    import torch
+
+    code = torch._check_with.__code__
+    for _ in range(3):  # expect_true <- symbolic_shapes.expect_true <- _check_with
+        if frame is None:
+            break
+        if frame.f_code is code:
+            error = frame.f_locals.get("error_type")
+            return (
+                error if isinstance(error, type) and issubclass(error, Exception) else RuntimeError
+            )
+        frame = frame.f_back
+    return RuntimeError
 
 
 __all__ = ["SymNode"]

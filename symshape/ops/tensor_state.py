@@ -1,0 +1,132 @@
+"""``x.requires_grad_(flag)`` and ``x.detach_()``: a tensor's autograd state,
+changed in place.
+
+On a tensor the trace made, the proxy stands from then on for a new value
+with the new state (as ``unsqueeze_`` does, ``ops/views_inplace.py``)::
+
+    w = torch.zeros(3)                  t0 = _zeros((3,))
+    w.requires_grad_()          ->      t1 = _requires_grad_(t0, True)   # w is t1: a leaf
+    y = (x * w).detach_()               t3 = _detach(t2)                 # y is t3
+
+``requires_grad_`` runs when the trace runs (so eager autograd records what
+follows, when the trace runs without a backward of its own); a gradient
+reaching the new leaf goes nowhere, as its ``.grad`` is not kept. Eager's
+errors are raised where eager raises them: an integer tensor cannot require
+grad, a non-leaf cannot stop requiring it, a view cannot be detached in place.
+
+A tensor the traced function received (an input, a parameter, a captured
+tensor) is refused when the call would change its state: eager changes the
+caller's tensor, which a trace does not repeat. ``detach_()`` of one that
+does not require grad changes nothing and is allowed (whether the caller's
+tensor is a view, for which eager raises, is not checked).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from symshape.ops.registry import BY_NAME, register, tensor_method
+from symshape.ops.views_inplace import _made_here
+from symshape.sym.source import user_location
+from symshape.trace.errors import TracingError
+
+_NON_LEAF = (
+    "you can only change requires_grad flags of leaf variables. If you want to use a "
+    "computed variable in a subgraph that doesn't require differentiation use "
+    "var_no_grad = var.detach()."
+)
+_DETACH_VIEW = (
+    "Can't detach views in-place. Use detach() instead. If you are using "
+    "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set as True, "
+    "gradients are views of DDP buckets, and hence detach_() cannot be called on these "
+    "gradients. To fix this error, please refer to the Optimizer.zero_grad() function in "
+    "torch/optim/optimizer.py as the solution."
+)
+
+
+def _received(name: str, fix: str) -> TracingError:
+    where = user_location()
+    return TracingError(
+        f"`Tensor.{name}` changes the autograd state of a tensor the traced function "
+        f"received (at {where.describe() if where else 'an unknown line'}); eager changes "
+        "the caller's tensor, which a trace does not repeat on later calls. Fix: " + fix
+    )
+
+
+def _stand_for(t, value, requires_grad: bool):
+    """From now on the proxy ``t`` stands for ``value``, with eager's flag."""
+    t._ss_var, t._ss_meta = value._ss_var, value._ss_meta
+    t._ss_leaf = True
+    with torch._C.DisableTorchFunction():
+        t.requires_grad_(requires_grad)
+    return t
+
+
+@register("requires_grad_", "torch.Tensor.requires_grad_", tensor_method("requires_grad_"))
+def requires_grad_(ctx, op, input, requires_grad=True):
+    m = ctx.meta(input)
+    flag = bool(requires_grad)
+    if flag == m.requires_grad:
+        return input  # nothing changes (a non-leaf that requires grad keeps requiring it)
+    if not flag and not ctx.is_leaf(input):
+        raise RuntimeError(_NON_LEAF)
+    if flag and not (m.dtype.is_floating_point or m.dtype.is_complex):
+        raise RuntimeError("only Tensors of floating point dtype can require gradients")
+    if not _made_here(ctx, input):
+        raise _received(
+            "requires_grad_",
+            "set it before the call (x.requires_grad_() outside the jit-compiled "
+            "function), or make a tensor of the trace: `y = x.detach().requires_grad_()`.",
+        )
+    value = ctx.emit(op, (input, flag), {}, m.like(requires_grad=flag))
+    return _stand_for(input, value, flag)
+
+
+requires_grad_.differentiable = False  # the new leaf starts a graph: nothing flows back
+
+
+# ops whose result is always a view of their input (eager's ``_is_view()``)
+_VIEWS = frozenset({
+    "view", "view_as", "expand", "expand_as", "broadcast_to", "permute", "transpose", "t", "T",
+    "mT", "movedim", "narrow", "select", "squeeze", "unsqueeze",
+})  # fmt: skip
+
+
+def _maker(ctx, var):
+    """The op that made ``var``'s value (through ``requires_grad_``, which returns
+    its input itself)."""
+    for n in reversed(ctx.nodes):
+        if any(v is var for v in n.outputs):
+            if n.op.name == "requires_grad_":
+                return _maker(ctx, n.args[0])
+            return n.op
+    return None
+
+
+@register(
+    "detach_", "torch.Tensor.detach_", tensor_method("detach_"), getattr(torch, "detach_", None)
+)
+def detach_(ctx, op, input):
+    m = ctx.meta(input)
+    if not _made_here(ctx, input):
+        if not m.requires_grad:
+            return input  # no gradient, no history: nothing changes
+        raise _received("detach_", "use `y = x.detach()` instead.")
+    maker = _maker(ctx, input._ss_var)
+    if maker.name in _VIEWS:
+        raise RuntimeError(_DETACH_VIEW)
+    if "allocates" not in getattr(maker, "tags", ()) and maker.name != "detach":
+        where = user_location()
+        raise TracingError(
+            f"`Tensor.detach_` of a tensor made by `{maker.name}` (at "
+            f"{where.describe() if where else 'an unknown line'}), which may return a view of "
+            'another tensor or that tensor itself; eager raises "Can\'t detach views in-place" '
+            "for a view and detaches the other tensor in place otherwise. Fix: use "
+            "`y = y.detach()`."
+        )
+    detach = BY_NAME["detach"]
+    value = detach.rule(ctx, detach, input)
+    return _stand_for(input, value, False)
+
+
+detach_.differentiable = False
