@@ -29,7 +29,7 @@ import torch.utils._pytree as pytree
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from symshape.ir import TensorMeta, Var
+from symshape.ir import TensorMeta, Var, fmt
 from symshape.jit.generators import generator_input
 from symshape.jit.input_autograd import InputAutograd
 from symshape.jit.layouts import dense_order, narrowed_dim, permuted_strides
@@ -188,7 +188,7 @@ class Builder(ObjectInputs):
         if t is float:
             self.leaves.append((label, value))
             cond = f"type({src}) is not float or " + (
-                f"{src} == {src}" if value != value else f"{src} != {value!r}"
+                f"{src} == {src}" if value != value else f"{src} != {fmt(value)}"  # inf
             )
             if value == 0:  # -0.0 == 0.0: only the sign tells them apart
                 sign = self.const(math.copysign, "_copysign")

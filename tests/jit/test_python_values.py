@@ -502,3 +502,17 @@ def test_type_subscript_while_tracing():
 
     x = torch.randn(3)
     torch.testing.assert_close(symshape.jit(f)(x), f(x))
+
+
+@pytest.mark.parametrize("dynamic", [None, False])
+def test_infinite_float_arguments_are_guarded_by_value(dynamic):
+    def fn(x, p, opts):
+        return x * p + opts["shift"]
+
+    f = symshape.jit(fn, dynamic=dynamic)
+    x = torch.ones(3)
+    calls = [(math.inf, -math.inf), (-math.inf, math.inf), (2.0, 1.0), (math.inf, -math.inf)]
+    for p, shift in calls:
+        want = fn(x, p, {"shift": shift})
+        torch.testing.assert_close(f(x, p, {"shift": shift}), want, equal_nan=True)
+    assert f.stats.compiles == (2 if dynamic is None else 3)  # None: dynamic after a change

@@ -91,3 +91,43 @@ def test_backward_receives_the_python_floats_it_multiplies_by(fn, extra):
         want = torch.autograd.grad(fn(*args).sum(), x)[0]
         torch.testing.assert_close(got, want)
     assert f.stats.compiles == 1, f.stats.recompile_reasons
+
+
+def _detached_view_updated(x):
+    y = x.exp()
+    y.detach().add_(1)  # changes the memory exp's gradient reads
+    return y
+
+
+def _detached_in_place_then_updated(x):
+    y = x.exp()
+    z = y * 2
+    y.detach_()
+    y.add_(1)
+    return z
+
+
+@pytest.mark.parametrize("fn", [_detached_view_updated, _detached_in_place_then_updated])
+def test_in_place_update_of_saved_memory_is_refused_not_a_wrong_gradient(fn):
+    x = torch.randn(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        fn(x).sum().backward()  # eager refuses when backward runs
+    with pytest.raises(symshape.TracingError, match=r"y = y\.clone"):
+        symshape.jit(fn, dynamic=True)(x)
+
+
+def test_in_place_update_of_a_copy_still_trains():
+    def fn(x):
+        y = x.exp()
+        c = y.detach().clone()
+        c.add_(1)
+        return y * c
+
+    f = symshape.jit(fn, dynamic=True)
+    for n in (3, 5, 2):
+        x = torch.randn(n, requires_grad=True)
+        x2 = x.detach().clone().requires_grad_()
+        f(x).sum().backward()
+        fn(x2).sum().backward()
+        torch.testing.assert_close(x.grad, x2.grad)
+    assert f.stats.compiles == 1
