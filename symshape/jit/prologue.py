@@ -333,7 +333,10 @@ class Builder(ObjectInputs):
         name = self.local(label)
         fetch = [f"{name} = {src}"]
         # contiguous with eager's strides, those of size-1 dimensions included
-        contiguous = t.is_contiguous() and t.stride() == contiguous_strides(t.shape)
+        # (c10's, which count a size 0 as 1: [2, 0] has strides (1, 1))
+        contiguous = t.is_contiguous() and t.stride() == contiguous_strides(
+            [max(n, 1) for n in t.shape]
+        )
         order = None if contiguous else dense_order(t)
         # a slice along one dimension of a contiguous tensor (a sliding-window cache's
         # `full[:, :, -7:]`): contiguous strides of a shape wider in that dimension

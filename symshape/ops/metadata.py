@@ -53,12 +53,24 @@ def _stride(ctx, t, dim=None):
     ctx.observed_layout = True
     if not m.layout_known:
         raise _layout_unknown(t)
-    from symshape.trace.proxy import contiguous_strides
-
-    strides = m.strides if m.strides is not None else contiguous_strides(m.shape)
+    strides = m.strides if m.strides is not None else _eager_contiguous_strides(ctx, m.shape)
     if dim is None:
         return tuple(ctx.symint(s) for s in strides)
     return ctx.symint(strides[norm_dim(dim, m.ndim)])
+
+
+def _eager_contiguous_strides(ctx, shape) -> tuple:
+    """c10's contiguous strides: the product of the later sizes, each at least 1
+    (a tensor of size [2, 0] has strides (1, 1), not (0, 1))."""
+    from symshape.sym import expr as E
+    from symshape.sym import logic as L
+
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.append(acc)
+        positive = type(d) is int or ctx.known(L.ge(d, 1)) is True
+        acc = E.mul(acc, d if positive and not (type(d) is int and d == 0) else E.sym_max(d, 1))
+    return tuple(reversed(out))
 
 
 def _is_contiguous(ctx, t, memory_format=torch.contiguous_format):

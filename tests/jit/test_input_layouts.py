@@ -102,3 +102,13 @@ def test_gradients_of_a_transposed_input():
         for a, b in zip(got, want):
             torch.testing.assert_close(a, b)
     assert f.stats.compiles == 1, f.stats.recompile_reasons
+
+
+def test_empty_tensors_keep_dynamic_sizes_and_eager_strides():
+    # c10's contiguous strides count a size 0 as 1: [2, 0] has strides (1, 1)
+    f = symshape.jit(lambda x: (x.cos(), x.stride(), x.shape[0] + 1), dynamic=True)
+    for shape in [(1, 0, 3), (2, 3, 4), (2, 0, 5), (0, 3, 0), (4, 1, 2)]:
+        x = torch.rand(shape)
+        got, stride, n = f(x)
+        assert got.shape == x.shape and stride == x.stride() and n == shape[0] + 1, shape
+    assert f.stats.compiles == 1, f.stats.recompile_reasons
