@@ -12,7 +12,7 @@ import torch
 from torch import nn
 from torch._C._dynamo.guards import GlobalStateGuard
 
-from symshape.autograd import build_backward, make_function
+from symshape.autograd import build_backward, make_function, no_saved_tensor_mutated
 from symshape.ir import Node, OpRef, Trace, Var, compile_source, compile_trace, cse, dce, iter_vars
 from symshape.ir.printer import fmt
 from symshape.jit import generators, outputs
@@ -399,7 +399,7 @@ def _autograd(ctx, trace: Trace, output, out_spec, name: str) -> _Grad | None:
                         "index_put instead of x[idx] = v), or run this part under torch.no_grad()."
                     )
     bw = build_backward(ctx, trace, [leaves[i] for i in diff_out], inputs)
-    _no_saved_tensor_mutated(trace, bw.saved)
+    no_saved_tensor_mutated(trace, bw.saved)
     sym_vars = []
     for v in bw.symbols:
         fv = ctx.sym_vars[v.meta]
@@ -409,71 +409,6 @@ def _autograd(ctx, trace: Trace, output, out_spec, name: str) -> _Grad | None:
     trace.output = (*leaves, *bw.saved, *sym_vars, *bw.floats)
     trace.doc += "\nreturns the outputs, then what the backward saves (tensors, then sizes)"
     return _Grad(bw, spec, len(leaves), diff_out, inputs)
-
-
-def _no_saved_tensor_mutated(trace: Trace, saved: list) -> None:
-    """Refuse an in-place update, at run time, of memory the backward reads later.
-
-    Eager's autograd sees it through version counters and raises when the
-    backward runs; the compiled backward would read the changed values and
-    return a wrong gradient. Memory is tracked conservatively: an op that
-    allocates gives new memory, any other may return a view of its tensor
-    arguments (``y.detach().add_(1)`` changes ``y``). Distinct inputs are
-    taken to be distinct memory."""
-    from symshape.ir import TensorMeta
-
-    parent: dict[int, int] = {}
-
-    def find(k: int) -> int:
-        while parent.get(k, k) != k:
-            k = parent[k]
-        return k
-
-    # the backward reads a saved value as the forward op that read it saw it; every
-    # op that saves a value reads it (an output it saves is read by whatever made an
-    # alias to change it), so a change after its first reader is what matters
-    first_read: dict[int, int] = {}
-    for i, n in enumerate(trace.nodes):
-        for v in n.inputs():
-            first_read.setdefault(id(v), i)
-        outs = [v for v in n.outputs if isinstance(v.meta, TensorMeta)]
-        if _effect(n):  # an in-place op returns (views of) what it changes
-            ins = list(_mutated(n))
-        elif "allocates" in getattr(n.op, "tags", ()):
-            continue
-        else:  # a view of any of its tensor arguments, for all we know
-            ins = list(n.inputs())
-        ins = [v for v in ins if isinstance(v.meta, TensorMeta)]
-        for v in outs + ins[1:]:
-            if ins:
-                parent[find(id(v))] = find(id(ins[0]))
-    kept = [(find(id(v)), first_read.get(id(v), len(trace.nodes)), v) for v in saved]
-    for i, n in enumerate(trace.nodes):
-        if not _effect(n):
-            continue
-        for t in _mutated(n):
-            if not isinstance(t.meta, TensorMeta):
-                continue
-            for root, at, v in kept:
-                if root == find(id(t)) and at < i:
-                    where = n.where.describe() if hasattr(n.where, "describe") else n.where
-                    raise TracingError(
-                        f"`{n.op.name}` changes {t.name} in place (at {where}), and that memory "
-                        f"also holds {v.name}, which the gradient computation reads later: eager "
-                        "raises 'one of the variables needed for gradient computation has been "
-                        "modified by an inplace operation' when backward runs. Update a copy "
-                        "(y = y.clone(); y.add_(1)) or write it out of place (y = y + 1)."
-                    )
-
-
-def _effect(n) -> bool:
-    return bool(n.extra.get("effect") or getattr(n.op, "effect", False))
-
-
-def _mutated(n):
-    """The Vars an effect node writes (its ``mutates`` positions, else all it reads)."""
-    mutated = getattr(n.op, "extra", {}).get("mutates")
-    return n.inputs() if mutated is None else iter_vars([n.args[k] for k in mutated])
 
 
 def _simplify_metas(trace: Trace, env) -> None:
