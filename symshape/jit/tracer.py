@@ -260,7 +260,8 @@ def _trace_once(
         + [v for v in generators.inputs(b) if id(v) in used]
     )
     trace.doc = f"traced from {getattr(target, '__qualname__', name)}"
-    grad = _autograd(ctx, trace, output, out_spec, name)
+    # trace.output: the outputs as CSE renamed them (a merged node's Var is gone)
+    grad = _autograd(ctx, trace, trace.output, out_spec, name)
     trace = grad_mode.for_run(trace, grad is not None)
     if grad is not None:
         out_spec = grad.spec

@@ -100,6 +100,12 @@ def broadcast_size(ctx, a, b, where: str = ""):
     if ctx.has_hint(b) and ctx.env.hint(b) == 1:
         ctx.guard(L.eq(b, 1))
         return a
+    # one backed size (not 1 in this input, see above) against a data-dependent one:
+    # whether the backed size is 1 is a guard, so an input where it is 1 retraces
+    # and broadcasts instead of failing the assert below
+    for s in (a, b):
+        if ctx.has_hint(s):
+            ctx.guard(L.ne(s, 1))
     ctx.check(L.eq(a, b), "broadcast sizes must match (neither is known to be 1)")
     return a
 

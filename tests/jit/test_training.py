@@ -131,3 +131,43 @@ def test_in_place_update_of_a_copy_still_trains():
         fn(x2).sum().backward()
         torch.testing.assert_close(x.grad, x2.grad)
     assert f.stats.compiles == 1
+
+
+def _merged_outputs(x):
+    # two identical constants: CSE merges them, and the outputs must follow
+    return (x * 2).sum(), torch.tensor(1.0), torch.tensor(1.0), x.shape[0]
+
+
+def test_outputs_merged_by_cse_keep_their_gradients():
+    f = symshape.jit(_merged_outputs, dynamic=True)
+    for n in (3, 5):
+        x = torch.randn(n, requires_grad=True)
+        got = f(x)
+        got[0].backward()
+        want = _merged_outputs(x.detach())
+        assert [float(a) for a in got[1:3]] == [float(b) for b in want[1:3]] and got[3] == n
+        torch.testing.assert_close(x.grad, torch.full((n,), 2.0))
+
+
+def test_mistral_with_a_sliding_window_trains_like_eager():
+    T = pytest.importorskip("transformers")
+    cfg = T.MistralConfig(
+        vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, sliding_window=8,
+        max_position_embeddings=64, pad_token_id=0,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = T.MistralForCausalLM(cfg).train()
+    ref = copy.deepcopy(model)
+    f = symshape.jit(model, dynamic=True)
+    g = torch.Generator().manual_seed(0)
+    for b, t in [(2, 12), (3, 5), (1, 10)]:  # longer and shorter than the window
+        ids = torch.randint(3, 128, (b, t), generator=g)
+        got, want = f(input_ids=ids, labels=ids).loss, ref(input_ids=ids, labels=ids).loss
+        got.backward()
+        want.backward()
+        torch.testing.assert_close(got, want)
+        for p, q in zip(model.parameters(), ref.parameters()):
+            torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5)
+        model.zero_grad()
+        ref.zero_grad()

@@ -297,3 +297,19 @@ def test_float_values_read_from_data_combine_with_tensor_ops_of_the_same_name():
         torch.testing.assert_close(t, tw)
         assert v == pytest.approx(vw, rel=1e-6)
     assert f.stats.compiles == 1, f.stats.recompile_reasons
+
+
+def test_backed_size_one_against_data_dependent_size_retraces_and_broadcasts():
+    def fn(x, y):
+        return x[x > 0] + y
+
+    f = symshape.jit(fn, dynamic=True)
+    calls = [
+        (torch.tensor([1.0, 2.0]), torch.randn(2)),
+        (torch.tensor([1.0, -1.0, 3.0]), torch.randn(1)),  # y of size 1 broadcasts
+        (torch.tensor([4.0, -1.0, 3.0, 2.0]), torch.randn(3)),
+        (torch.tensor([-4.0, 5.0]), torch.randn(1)),
+    ]
+    for x, y in calls:
+        torch.testing.assert_close(f(x, y), fn(x, y))
+    assert f.stats.compiles == 2  # y.size(0) != 1 and y.size(0) == 1
