@@ -1,8 +1,9 @@
 """transformers models (tests/models/zoo.py) through ``symshape.jit(model,
-dynamic=True)``, unchanged, against eager: 10 calls of changing shape each,
-and three training steps for GPT-2 and ResNet.
+dynamic=True)``, unchanged, against eager: 10 calls of changing shape each
+(4 for BLOOM, Wav2Vec2 and HuBERT), and three training steps for GPT-2 and
+ResNet.
 
-All eight run in CI: from tiny configs they take about 12 s together on one
+All eleven run in CI: from tiny configs they take about 12 s together on one
 core, so no model needs to wait for a run by hand.
 """
 

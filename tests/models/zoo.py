@@ -3,15 +3,17 @@
 
     case = CASES["gpt2"]
     model = case.build()            # eval mode, seeded weights
-    for kwargs in case.calls():     # 10 calls of changing shape
+    for kwargs in case.calls():     # 10 calls of changing shape (4 for the newer cases)
         model(**kwargs)
 
 Text models change batch and sequence length (T5: encoder and decoder lengths
-separately), length 1 included; ResNet and ConvNeXt change batch and image
-size; ViT changes image size through ``interpolate_pos_encoding=True``; Swin
-changes batch and image size among sizes it takes without padding.
+separately), length 1 included (BLOOM: the first 4 of those shapes); Wav2Vec2
+and HuBERT change batch and audio length (4 calls); ResNet and ConvNeXt change
+batch and image size; ViT changes image size through
+``interpolate_pos_encoding=True``; Swin changes batch and image size among
+sizes it takes without padding.
 
-Each case also says how many traces its 10 calls need and why, in words: a
+Each case also says how many traces its calls need and why, in words: a
 trace beyond the first exists only where the model's own code branches on a
 size. ``tests/models/test_transformers.py`` checks the count, the outputs against
 eager, and (GPT-2, ResNet) three training steps; ``benchmarks/models.py`` times
@@ -43,6 +45,7 @@ SWIN_IMAGES = [
     (2, 32, 32), (3, 32, 64), (1, 64, 32), (4, 32, 32), (2, 64, 32),
     (1, 32, 32), (3, 32, 64), (5, 32, 32), (2, 32, 64), (1, 64, 32),
 ]  # fmt: skip
+AUDIO = [(2, 400), (3, 561), (1, 160), (4, 1000)]  # (batch, samples)
 VOCAB = 100
 LENGTH_ONE = "sequence length 1: transformers' sdpa_attention_forward branches on `q_len > 1`"
 
@@ -51,8 +54,8 @@ LENGTH_ONE = "sequence length 1: transformers' sdpa_attention_forward branches o
 class Case:
     name: str
     build: Callable[[], torch.nn.Module]  # the model in eval mode
-    calls: Callable[[], list[dict]]  # keyword arguments of the 10 calls
-    traces: int  # how many traces the 10 calls need
+    calls: Callable[[], list[dict]]  # keyword arguments of the calls (10, or 4)
+    traces: int  # how many traces the calls need
     why: list[str] = field(default_factory=list)  # the reason for each trace beyond the first
     train: Callable[[], tuple[torch.nn.Module, list[dict]]] | None = None  # model, 3 batches
     train_traces: int = 1  # traces of the 3 training steps
@@ -73,10 +76,12 @@ def _ids(shape) -> torch.Tensor:
     return torch.randint(0, VOCAB, shape)
 
 
-def _text_calls(extra: Callable[[tuple], dict] = lambda s: {}) -> Callable[[], list[dict]]:
+def _text_calls(
+    extra: Callable[[tuple], dict] = lambda s: {}, sizes=TEXT
+) -> Callable[[], list[dict]]:
     def calls():
         torch.manual_seed(1)
-        return [{"input_ids": _ids(s), **extra(s)} for s in TEXT]
+        return [{"input_ids": _ids(s), **extra(s)} for s in sizes]
 
     return calls
 
@@ -140,6 +145,13 @@ def llama():
     return _seeded(lambda: T.LlamaModel(config)).eval()
 
 
+def bloom():
+    import transformers as T
+
+    config = T.BloomConfig(hidden_size=32, n_layer=2, n_head=2, vocab_size=VOCAB)
+    return _seeded(lambda: T.BloomModel(config)).eval()
+
+
 def t5():
     import transformers as T
 
@@ -153,6 +165,36 @@ def t5():
 def t5_calls():
     torch.manual_seed(1)
     return [{"input_ids": _ids((b, n)), "decoder_input_ids": _ids((b, m))} for b, n, m in SEQ2SEQ]
+
+
+# -- audio ------------------------------------------------------------------------------------
+
+
+def _audio_config(make):
+    # a 2-layer feature extractor (stride 10) and a 16-tap grouped positional convolution,
+    # whose weight is nn.utils.parametrizations.weight_norm's (torch._weight_norm)
+    return make(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37,
+        conv_dim=(8, 8), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16,
+        num_conv_pos_embedding_groups=2,
+    )  # fmt: skip
+
+
+def wav2vec2():
+    import transformers as T
+
+    return _seeded(lambda: T.Wav2Vec2Model(_audio_config(T.Wav2Vec2Config))).eval()
+
+
+def hubert():
+    import transformers as T
+
+    return _seeded(lambda: T.HubertModel(_audio_config(T.HubertConfig))).eval()
+
+
+def _audio_calls():
+    torch.manual_seed(1)
+    return [{"input_values": torch.randn(b, n)} for b, n in AUDIO]
 
 
 # -- vision -----------------------------------------------------------------------------------
@@ -216,6 +258,8 @@ CASES = {
         Case("gpt2", gpt2, _text_calls(), 2, [LENGTH_ONE], train=gpt2_train),
         Case("bert", bert, _text_calls(), 2, [LENGTH_ONE]),
         Case("llama", llama, _text_calls(), 2, [LENGTH_ONE]),
+        # BLOOM's own attention (baddbmm with ALiBi) has no `q_len > 1` branch
+        Case("bloom", bloom, _text_calls(sizes=TEXT[:4]), 1),
         Case(
             "t5",
             t5,
@@ -223,6 +267,8 @@ CASES = {
             4,
             [f"decoder {LENGTH_ONE}", f"encoder {LENGTH_ONE}", "both lengths 1"],
         ),
+        Case("wav2vec2", wav2vec2, _audio_calls, 1),
+        Case("hubert", hubert, _audio_calls, 1),
         # training: the first forward writes `self.config.problem_type` (None before), and a
         # trace that read None is not valid for the value it wrote: a second trace
         Case("resnet", resnet, _images(IMAGES), 1, train=resnet_train, train_traces=2),

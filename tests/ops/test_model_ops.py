@@ -1,5 +1,5 @@
 """Ops real models call (``symshape/ops``: membership, asserts, fill_copy,
-tensor_state, fold, lp_pool, profiler, out_args): traced at one shape, run
+tensor_state, fold, lp_pool, weight_norm, profiler, out_args): traced at one shape, run
 at two others, against eager -- values, dtypes, shapes, errors and, where
 eager differentiates, gradients through ``.backward()``; and every rule
 takes the keyword names of the torch functions that reach it."""
@@ -279,7 +279,7 @@ def test_detach_in_place_cuts_the_gradient():
     check_grad(fn, lambda n: (r(n, 3, grad=True), r(3, grad=True)), 4, (2, 7))
 
 
-# -- 4. F.fold, F.lp_pool1d, F.lp_pool2d --------------------------------------------------------
+# -- 4. F.fold, F.lp_pool1d, F.lp_pool2d, torch._weight_norm ------------------------------------
 
 
 FOLDS = {
@@ -357,6 +357,63 @@ def test_lp_pool_norm_type_argument_is_read_as_its_value():
     x = r(1, 2, 6)
     assert_same(f(x, 3.0), F.lp_pool1d(x, 3.0, 2))  # another p: guarded, traced again
     assert f.stats.compiles == 2
+
+
+WEIGHT_NORMS = {
+    "dim0": (
+        lambda v, g: torch._weight_norm(v, g, 0),
+        lambda n: (r(n, 3, 4, grad=True), r(n, 1, 1, grad=True)),
+    ),
+    "dim2": (
+        lambda v, g: torch._weight_norm(v, g, 2),
+        lambda n: (r(3, n, 4, grad=True), r(1, 1, 4, grad=True)),
+    ),
+    "dim_middle": (
+        lambda v, g: torch._weight_norm(v, g, dim=1),
+        lambda n: (r(2, n, 3, grad=True), r(1, n, 1, grad=True)),
+    ),
+    "negative_dim": (
+        lambda v, g: torch._weight_norm(v, g, -2),
+        lambda n: (r(2, n, 3, grad=True), r(1, n, 1, grad=True)),
+    ),
+    "whole_tensor": (
+        lambda v, g: torch._weight_norm(v, g, -1),
+        lambda n: (r(n, 3, grad=True), r(1, grad=True)[0]),
+    ),
+    "one_dim": (
+        lambda v, g: torch._weight_norm(v, g, 0),
+        lambda n: (r(n, grad=True), r(n, grad=True)),
+    ),
+    "norm_except_dim": (
+        lambda v: torch.norm_except_dim(v, 3, dim=1),
+        lambda n: (r(2, n, 3, grad=True),),
+    ),
+}
+
+
+@pytest.mark.parametrize("fn, make", WEIGHT_NORMS.values(), ids=WEIGHT_NORMS.keys())
+def test_weight_norm_matches_eager_with_gradients(fn, make):
+    check_backward(fn, make, 3, (1, 5))
+
+
+def test_weight_norm_parametrization_of_a_conv_matches_eager_with_gradients():
+    torch.manual_seed(0)
+    conv = torch.nn.Conv1d(4, 4, 3, padding=1, groups=2, dtype=D)
+    conv = torch.nn.utils.parametrizations.weight_norm(conv, name="weight", dim=2)
+    original = conv.parametrizations.weight
+    grads = lambda: [p.grad.clone() for p in (original.original0, original.original1)]  # noqa: E731
+    jc = symshape.jit(conv, dynamic=True)
+    for n in (3, 1, 5):
+        x = r(2, 4, 2 * n)
+        for m in (conv, jc):
+            conv.zero_grad()
+            m(x).pow(2).sum().backward()
+            if m is conv:
+                want = grads()
+        assert_same(jc(x), conv(x), where=f"at {n}")
+        for a, b in zip(grads(), want):
+            torch.testing.assert_close(a, b)
+    assert jc.stats.compiles == 1, jc.stats.recompile_reasons
 
 
 # -- 5. profiler annotations -----------------------------------------------------------------
