@@ -301,3 +301,64 @@ def generator_kw(ctx, op, kwargs: dict, device) -> dict:
             f"'{g.device.type}'"
         )
     return {"generator": g}
+
+
+# -- symbolic scalar arguments ------------------------------------------------------------------
+
+
+def concrete(ctx, value, what: str):
+    """A scalar argument an op needs as a Python value (``ord``, ``r``, ``dims``):
+    a ``SymInt``/``SymFloat``/``SymBool`` (or engine int) is specialized to its
+    value in this input with a guard (``p == 3``), as PyTorch's ``guard_int``
+    does, so a different value retraces. A dynamic float argument, whose value
+    the trace does not see, is made static (the function is traced again with it
+    as a constant). A value read from tensor data cannot be specialized: a
+    ``DataDependentError`` naming ``what`` and the user's line."""
+    from symshape.sym.errors import DataDependentError
+    from symshape.trace import symfloat as SF
+
+    if isinstance(value, (bool, float, complex)) or type(value) is int or value is None:
+        return value
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        node = ctx._node(value)
+        kind, v = node.kind, node.value
+    elif isinstance(value, int):
+        return int(value)
+    elif isinstance(value, (E.Expr, L.BoolExpr)):
+        kind, v = ("bool" if isinstance(value, L.BoolExpr) else "int"), value
+    else:
+        return value
+    if isinstance(v, SF.Opaque):
+        if v.is_input:  # the jit traces again with this float argument static
+            raise ctx._opaque_error(v, f"{what} needs the value of")
+    elif ctx.has_hint(v):
+        if kind == "bool":
+            return ctx.guard(v)
+        if kind == "int":
+            return ctx.concrete_int(v)
+        return ctx.concrete_float(node)
+    where = ctx._where()
+    shown = v.what if isinstance(v, SF.Opaque) else ctx.env.describe(v)
+    raise DataDependentError(
+        f"{what} must be a concrete number while tracing, but it is `{shown}`, "
+        "known only when the trace runs (read from tensor data)"
+        + (f"\n  at {where.describe()}" if where else "")
+        + "\nFix: pass it as a Python number, or compute it before the traced function.",
+        location=where,
+    )
+
+
+def is_minus_one(ctx, s) -> bool:
+    """Is the size argument ``s`` eager's ``-1`` ("infer this size", "keep this
+    dim")? A dynamic int argument: decided by a guard on its value in this input
+    (``m == -1`` or ``m != -1``). A size read from tensor data is taken to be a
+    size (the checks that follow assert it is not negative)."""
+    if isinstance(s, torch.SymInt):
+        s = ctx.sym(s)
+    if type(s) is int:
+        return s == -1
+    cond = L.eq(s, -1)
+    r = ctx.known(cond)
+    if r is not None:
+        return r
+    return ctx.guard(cond) if ctx.has_hint(cond) else False

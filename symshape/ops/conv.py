@@ -57,6 +57,8 @@ def _common(ctx, shape, w, n, stride, pads, dilation, groups, output_padding=Non
     for d in dilation:
         expect(ctx, L.gt(d, 0), lambda: RuntimeError("dilation should be greater than zero"))
     g = ctx.sym(groups)
+    # a dynamic groups: guarded (or asserted) positive, which makes it a divisor
+    expect(ctx, L.gt(g, 0), lambda: RuntimeError("non-positive groups is not supported"))
     w0 = w.shape[0]
     expect(
         ctx,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 
 from symshape.ops._compose import composite
-from symshape.ops._helpers import norm_dim
+from symshape.ops._helpers import is_minus_one, norm_dim
 from symshape.ops.registry import register
 from symshape.ops.views import decide, show
 from symshape.sym import expr as E
@@ -48,12 +48,16 @@ def plan(ctx, name: str, ndim: int, s, dim):
         dims = [norm_dim(dim, ndim)]
         s = None if s is None else [s]
     else:
+        if isinstance(s, (int, torch.SymInt)):  # one int stands for a list of one
+            s = [s]
         if dim is None and rank == 2:
             dim = (-2, -1)
         if dim is None:
             dims = list(range(ndim)) if s is None else list(range(ndim - len(s), ndim))
         else:
-            dims = [norm_dim(d, ndim) for d in ((dim,) if isinstance(dim, int) else dim)]
+            dims = [
+                norm_dim(d, ndim) for d in ((dim,) if isinstance(dim, (int, torch.SymInt)) else dim)
+            ]
         if s is not None and len(s) != len(dims):
             raise RuntimeError(
                 f"When given, dim and shape arguments must have the same length (got {len(dims)} "
@@ -65,7 +69,7 @@ def plan(ctx, name: str, ndim: int, s, dim):
         raise RuntimeError(f"{name} must transform at least one axis")
     sizes = [None] * len(dims)
     if s is not None:
-        sizes = [None if (type(n) is int and n == -1) else ctx.sym(n) for n in s]
+        sizes = [None if is_minus_one(ctx, n) else ctx.sym(n) for n in s]
     return dims, sizes
 
 

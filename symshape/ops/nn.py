@@ -244,6 +244,11 @@ def group_norm(ctx, op, input, num_groups, weight=None, bias=None, eps=1e-5, cud
     c, g = m.shape[1], ctx.sym(num_groups)
     expect(
         ctx,
+        L.gt(g, 0),
+        lambda: RuntimeError(f"Expected num groups to be greater than 0, got {show(ctx, g)}"),
+    )
+    expect(
+        ctx,
         L.eq(E.mod(c, g), 0),
         lambda: RuntimeError(
             "Expected number of channels in input to be divisible by num_groups, but got "
@@ -262,8 +267,13 @@ def _f_group_norm(ctx, op, input, num_groups, weight=None, bias=None, eps=1e-5):
     if m.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {m.ndim}")
     g = ctx.sym(num_groups)
-    if type(g) is int and g == 0:
-        raise ZeroDivisionError("integer division or modulo by zero")
+    if ctx.has_hint(g):
+        ctx.require_nonzero(g)  # Python's `//` by num_groups
+    expect(
+        ctx,
+        L.gt(g, 0),
+        lambda: RuntimeError(f"Expected num groups to be greater than 0, got {show(ctx, g)}"),
+    )
     rows = E.floordiv(E.mul(m.shape[0], m.shape[1]), g)
     spatial = m.shape[2:]
     _more_than_one(

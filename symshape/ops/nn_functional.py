@@ -24,9 +24,11 @@ import torch.nn.functional as F
 from symshape.ops._compose import python_body
 from symshape.ops._helpers import broadcast_shapes, norm_dim, result_type
 from symshape.ops.decompositions import without_grad
-from symshape.ops.pooling import window_count
+from symshape.ops.nn import expect, show
+from symshape.ops.pooling import _window_checks, window_count
 from symshape.ops.registry import register
 from symshape.sym import expr as E
+from symshape.sym import logic as L
 
 _nn = torch._C._nn
 
@@ -166,6 +168,19 @@ def _pool3d_shape(ctx, input, kernel_size, stride, padding, dilation, ceil_mode)
     k = _triple(ctx, kernel_size)
     s = _triple(ctx, stride, k)
     p, d = _triple(ctx, padding), _triple(ctx, dilation)
+    # eager's pooling_output_shape and pool3d_shape_check: a dynamic kernel size or
+    # stride is guarded (or asserted) positive before it divides
+    _window_checks(ctx, k, s, p, d)
+    for what, short, vals in (("kernel size", "k", k), ("stride", "d", s),
+                              ("dilation", "dilation", d)):  # fmt: skip
+        expect(
+            ctx,
+            L.and_(*(L.gt(v, 0) for v in vals)),
+            lambda what=what, short=short, vals=vals: RuntimeError(
+                f"{what} should be greater than zero, but got "
+                + " ".join(f"{short}{a}: {show(ctx, v)}" for a, v in zip("THW", vals))
+            ),
+        )
     sizes = [window_count(x, *a, ceil_mode) for x, *a in zip(m.shape[-3:], k, s, p, d)]
     return m, (*m.shape[:-3], *sizes)
 

@@ -19,7 +19,14 @@ import torch
 import torch.nn.functional as F
 
 from symshape.ops._compose import composite
-from symshape.ops._helpers import broadcast_shapes, norm_dim, norm_dims, reduced_shape, result_type
+from symshape.ops._helpers import (
+    broadcast_shapes,
+    concrete,
+    norm_dim,
+    norm_dims,
+    reduced_shape,
+    result_type,
+)
 from symshape.ops.decompositions import matrix, real_of
 from symshape.ops.registry import register, tensor_method
 from symshape.ops.views import decide, show
@@ -194,6 +201,8 @@ tensordot_builtin = register("tensordot", "torch._C._VariableFunctions.tensordot
 def tensordot(ctx, op, a, b, dims=2, out=None):
     if out is not None:
         raise NotImplementedError("tensordot(out=...) is not supported while tracing")
+    if isinstance(dims, torch.SymInt):  # how many dims contract: the output's rank
+        dims = concrete(ctx, dims, "tensordot: dims")
     da, db = _tensordot_dims(ctx.meta(a).ndim, ctx.meta(b).ndim, dims)
     return _tensordot_rule(ctx, tensordot_builtin, a, b, da, db)
 

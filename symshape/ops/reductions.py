@@ -21,7 +21,14 @@ import functools
 import torch
 import torch.nn.functional as F
 
-from symshape.ops._helpers import is_tensor, norm_dim, norm_dims, reduced_shape, result_type
+from symshape.ops._helpers import (
+    concrete,
+    is_tensor,
+    norm_dim,
+    norm_dims,
+    reduced_shape,
+    result_type,
+)
 from symshape.ops.registry import BY_NAME, OpDef, define, register, tensor_method
 
 _COMPLEX_TO_REAL = {
@@ -395,8 +402,7 @@ def vector_norm(ctx, op, input, ord=2, dim=None, keepdim=False, *, dtype=None):
         raise RuntimeError(
             f"linalg.vector_norm: dtype should be floating point or complex, but got {dtype}"
         )
-    if isinstance(ord, (torch.SymInt, torch.SymFloat)):
-        raise TypeError("linalg.vector_norm: ord must be a Python number while tracing")
+    ord = concrete(ctx, ord, "linalg.vector_norm: ord")  # the kernel branches on it
     dims = _dims(dim, m.ndim)
     shape = reduced_shape(m.shape, dims, keepdim)
     out = dtype if dtype is not None else m.dtype

@@ -17,7 +17,7 @@ import math
 import torch
 
 from symshape.ops._compose import composite, python_body, traced
-from symshape.ops._helpers import check_nonnegative, sym_tuple
+from symshape.ops._helpers import check_nonnegative, concrete, sym_tuple
 from symshape.ops.factories import _default_device, _meta, _options
 from symshape.ops.registry import register, tensor_method
 from symshape.ops.views import decide, show
@@ -196,6 +196,8 @@ def combinations(ctx, op, input, r=2, with_replacement=False):
     m = ctx.meta(input)
     if m.ndim != 1:
         raise RuntimeError(f"Expect a 1D vector, but got shape {[show(ctx, d) for d in m.shape]}")
+    r = concrete(ctx, r, "combinations: r")  # the output's rank-2 width
+    with_replacement = concrete(ctx, with_replacement, "combinations: with_replacement")
     if r < 0:
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
     shape = (0,) if r == 0 else (_count(m.shape[0], r, with_replacement), r)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from symshape.ops._helpers import norm_dim, norm_dims, numel, require, sym_tuple
+from symshape.ops._helpers import is_minus_one, norm_dim, norm_dims, numel, require, sym_tuple
 from symshape.ops.registry import OpDef, attribute, define, register, tensor_method
 from symshape.sym import expr as E
 from symshape.sym import logic as L
@@ -185,7 +185,8 @@ def infer_size(ctx, sizes, total) -> tuple:
     infer = None
     prod = 1
     for i, s in enumerate(sizes):
-        if type(s) is int and s == -1:
+        if is_minus_one(ctx, s):
+            sizes[i] = s = -1
             if infer is not None:
                 raise RuntimeError("only one dimension can be inferred")
             infer = i
@@ -497,7 +498,7 @@ def expand_geometry(ctx, m, sizes) -> tuple:
             strides.append(0)
             continue
         size, stride = m.shape[i - lead], st[i - lead]
-        if type(t) is int and t == -1:
+        if is_minus_one(ctx, t):
             shape.append(size)
             strides.append(stride)
             continue
