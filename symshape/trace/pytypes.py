@@ -99,6 +99,11 @@ class _TypeMeta(_real_type):
     def __getitem__(cls, item):  # ``type[int]`` in annotations evaluated while tracing
         return _real_type[item]
 
+    @property
+    def __dict__(cls):  # ``type.__dict__['__mro__']`` (inspect.getattr_static) finds type's
+        own = _real_type.__dict__["__dict__"].__get__(cls)
+        return _real_type.__dict__ if cls is _Type else own
+
 
 class _Type(_real_type, metaclass=_TypeMeta):
     pass

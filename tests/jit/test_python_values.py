@@ -516,3 +516,20 @@ def test_infinite_float_arguments_are_guarded_by_value(dynamic):
         want = fn(x, p, {"shift": shift})
         torch.testing.assert_close(f(x, p, {"shift": shift}), want, equal_nan=True)
     assert f.stats.compiles == (2 if dynamic is None else 3)  # None: dynamic after a change
+
+
+def test_inspect_getattr_static_works_while_tracing():
+    # inspect reads type.__dict__['__mro__'] (torch._dynamo's first import does too)
+    import inspect
+
+    class K:
+        scale = 3
+
+    def fn(x):
+        return x * inspect.getattr_static(K, "scale") + len(type.__dict__["__mro__"].__get__(K))
+
+    f = symshape.jit(fn, dynamic=True)
+    for n in (2, 5):
+        x = torch.randn(n)
+        torch.testing.assert_close(f(x), fn(x))
+    assert f.stats.compiles == 1
