@@ -7,8 +7,9 @@
         model(**kwargs)
 
 Text models change batch and sequence length (T5: encoder and decoder lengths
-separately), length 1 included (BLOOM: the first 4 of those shapes); Wav2Vec2
-and HuBERT change batch and audio length (4 calls); ResNet and ConvNeXt change
+separately), length 1 included (BLOOM, Mixtral and Qwen3-MoE: the first 4 of
+those shapes); Wav2Vec2 and HuBERT change batch and audio length (4 calls);
+ResNet and ConvNeXt change
 batch and image size; ViT changes image size through
 ``interpolate_pos_encoding=True``; Swin changes batch and image size among
 sizes it takes without padding.
@@ -152,6 +153,31 @@ def bloom():
     return _seeded(lambda: T.BloomModel(config)).eval()
 
 
+# Mixture-of-experts: transformers' default experts ("grouped_mm") call `torch._grouped_mm`
+# (symshape/ops/grouped_mm.py). In bfloat16: under symshape.jit `torch.compiler.is_compiling()`
+# answers True, and transformers then routes any other dtype to its own custom op
+# `torch.ops.transformers.grouped_mm_fallback` (integrations/moe.py: _can_use_grouped_mm),
+# which has no rule; eager on CPU takes `torch._grouped_mm` for every dtype.
+_MOE = dict(
+    hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+    intermediate_size=64, vocab_size=VOCAB, max_position_embeddings=64, num_experts_per_tok=2,
+)  # fmt: skip
+
+
+def mixtral():
+    import transformers as T
+
+    config = T.MixtralConfig(**_MOE, num_local_experts=4)
+    return _seeded(lambda: T.MixtralForCausalLM(config)).eval().to(torch.bfloat16)
+
+
+def qwen3_moe():
+    import transformers as T
+
+    config = T.Qwen3MoeConfig(**_MOE, num_experts=4, moe_intermediate_size=16, head_dim=8)
+    return _seeded(lambda: T.Qwen3MoeForCausalLM(config)).eval().to(torch.bfloat16)
+
+
 def t5():
     import transformers as T
 
@@ -260,6 +286,8 @@ CASES = {
         Case("llama", llama, _text_calls(), 2, [LENGTH_ONE]),
         # BLOOM's own attention (baddbmm with ALiBi) has no `q_len > 1` branch
         Case("bloom", bloom, _text_calls(sizes=TEXT[:4]), 1),
+        Case("mixtral", mixtral, _text_calls(sizes=TEXT[:4]), 2, [LENGTH_ONE]),
+        Case("qwen3_moe", qwen3_moe, _text_calls(sizes=TEXT[:4]), 2, [LENGTH_ONE]),
         Case(
             "t5",
             t5,

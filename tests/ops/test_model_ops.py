@@ -1,6 +1,6 @@
 """Ops real models call (``symshape/ops``: membership, asserts, fill_copy,
-tensor_state, fold, lp_pool, weight_norm, profiler, out_args): traced at one shape, run
-at two others, against eager -- values, dtypes, shapes, errors and, where
+tensor_state, fold, lp_pool, weight_norm, grouped_mm, profiler, out_args): traced
+at one shape, run at two others, against eager -- values, dtypes, shapes, errors and, where
 eager differentiates, gradients through ``.backward()``; and every rule
 takes the keyword names of the torch functions that reach it."""
 
@@ -414,6 +414,84 @@ def test_weight_norm_parametrization_of_a_conv_matches_eager_with_gradients():
         for a, b in zip(grads(), want):
             torch.testing.assert_close(a, b)
     assert jc.stats.compiles == 1, jc.stats.recompile_reasons
+
+
+# -- 4b. torch._grouped_mm (mixture-of-experts) -------------------------------------------------
+
+
+def f32(*shape, grad=False):
+    return torch.randn(*shape, requires_grad=grad)
+
+
+def offsets(*ends):
+    return torch.tensor(ends, dtype=torch.int32)
+
+
+GROUPED_MMS = {
+    "2d_3d": (
+        lambda a, b, o: torch._grouped_mm(a, b, offs=o),
+        lambda n: (f32(2 * n, 8, grad=True), f32(3, 8, 4, grad=True), offsets(n // 2, n, 2 * n)),
+    ),
+    "2d_3d_transposed_weight": (  # transformers' experts: weight.transpose(-2, -1)
+        lambda a, b, o: F.grouped_mm(a, b.transpose(-2, -1), offs=o),
+        lambda n: (f32(2 * n, 8, grad=True), f32(3, 4, 8, grad=True), offsets(n, n, 2 * n)),
+    ),
+    "3d_3d": (
+        lambda a, b: torch._grouped_mm(a, b),
+        lambda n: (f32(3, n, 8, grad=True), f32(3, 8, 4, grad=True)),
+    ),
+    "3d_2d": (
+        lambda a, b, o: torch._grouped_mm(a, b, offs=o),
+        lambda n: (f32(3, 4, 8, grad=True), f32(8, 4 * n, grad=True), offsets(n, 2 * n, 4 * n)),
+    ),
+    "2d_2d": (
+        lambda a, b, o: torch._grouped_mm(a, b, offs=o),
+        lambda n: (f32(4, 4 * n, grad=True), f32(4 * n, 4, grad=True), offsets(n, 2 * n, 4 * n)),
+    ),
+}
+
+
+@pytest.mark.parametrize("fn, make", GROUPED_MMS.values(), ids=GROUPED_MMS.keys())
+def test_grouped_mm_matches_eager_with_gradients(fn, make):
+    check_backward(fn, make, 3, (1, 5))
+
+
+def test_grouped_mm_pads_the_output_stride_like_eager():
+    f = lambda a, b, o: torch._grouped_mm(a, b.transpose(-2, -1), offs=o)  # noqa: E731
+    args = (f32(6, 8), f32(3, 5, 8), offsets(2, 4, 6))
+    got = symshape.jit(f, dynamic=True)(*args)
+    assert got.stride() == f(*args).stride() == (8, 1)
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, error",
+    [
+        ((r(6, 8), r(3, 8, 4), offsets(2, 4, 6)), {}, "Expected mat_a to be Float32"),
+        ((f32(8), f32(3, 8, 4), offsets(2, 4, 6)), {}, "mat_a has to be 2 or 3d"),
+        ((f32(6, 12), f32(3, 8, 4), offsets(2, 4, 6)), {}, "contraction dimension"),
+        ((f32(6, 8), f32(3, 8, 5), offsets(2, 4, 6)), {}, "strides should be multiple of 16"),
+        ((f32(6, 8), f32(3, 8, 4)), {}, "Have to provide offsets"),
+        ((f32(3, 6, 8), f32(3, 8, 4), offsets(2, 4, 6)), {}, "Have to provide offsets"),
+        ((f32(6, 8), f32(3, 8, 4), offsets(2, 4, 6).long()), {}, "Offsets have to be int32"),
+        ((f32(6, 8), f32(3, 8, 4), offsets(4, 6)), {}, "matrix batch sizes have to match"),
+        ((f32(2, 6, 8), f32(3, 8, 4)), {}, "batched dimension has to match"),
+        (
+            (f32(6, 8), f32(3, 8, 4), offsets(2, 4, 6)),
+            {"bias": f32(3, 4)},
+            "Bias not supported yet",
+        ),
+        (
+            (f32(6, 8), f32(3, 8, 4), offsets(2, 4, 6)),
+            {"out_dtype": torch.bfloat16},
+            "output dtype must match",
+        ),
+    ],
+)
+def test_grouped_mm_errors_match_eager(args, kwargs, error):
+    with pytest.raises(RuntimeError, match=error):
+        torch._grouped_mm(*args, **kwargs)
+    with pytest.raises(RuntimeError, match=error):
+        symshape.jit(lambda *xs: torch._grouped_mm(*xs, **kwargs), dynamic=True)(*args)
 
 
 # -- 5. profiler annotations -----------------------------------------------------------------
