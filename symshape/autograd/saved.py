@@ -9,6 +9,7 @@ values and return a wrong gradient, so the tracer refuses such an update
 from __future__ import annotations
 
 from symshape.ir import TensorMeta, Trace, iter_vars
+from symshape.ir.passes import has_effect
 from symshape.trace.errors import TracingError
 
 
@@ -36,8 +37,8 @@ def no_saved_tensor_mutated(trace: Trace, saved: list) -> None:
         for v in n.inputs():
             first_read.setdefault(id(v), i)
         outs = [v for v in n.outputs if isinstance(v.meta, TensorMeta)]
-        if _effect(n):  # an in-place op returns (views of) what it changes
-            ins = list(_mutated(n))
+        if has_effect(n):  # an in-place op returns (views of) what it changes
+            ins = list(mutated(n))
         elif "allocates" in getattr(n.op, "tags", ()):
             continue
         else:  # a view of any of its tensor arguments, for all we know
@@ -48,9 +49,9 @@ def no_saved_tensor_mutated(trace: Trace, saved: list) -> None:
                 parent[find(id(v))] = find(id(ins[0]))
     kept = [(find(id(v)), first_read.get(id(v), len(trace.nodes)), v) for v in saved]
     for i, n in enumerate(trace.nodes):
-        if not _effect(n):
+        if not has_effect(n):
             continue
-        for t in _mutated(n):
+        for t in mutated(n):
             if not isinstance(t.meta, TensorMeta):
                 continue
             for root, at, v in kept:
@@ -65,11 +66,7 @@ def no_saved_tensor_mutated(trace: Trace, saved: list) -> None:
                     )
 
 
-def _effect(n) -> bool:
-    return bool(n.extra.get("effect") or getattr(n.op, "effect", False))
-
-
-def _mutated(n):
+def mutated(n):
     """The Vars an effect node writes (its ``mutates`` positions, else all it reads)."""
     mutated = getattr(n.op, "extra", {}).get("mutates")
     return n.inputs() if mutated is None else iter_vars([n.args[k] for k in mutated])

@@ -13,13 +13,15 @@ from torch import nn
 from torch._C._dynamo.guards import GlobalStateGuard
 
 from symshape.autograd import build_backward, make_function, no_saved_tensor_mutated
+from symshape.autograd.saved import mutated
 from symshape.ir import Node, OpRef, Trace, Var, compile_source, compile_trace, cse, dce, iter_vars
+from symshape.ir.passes import has_effect
 from symshape.ir.printer import fmt
 from symshape.jit import generators, outputs
+from symshape.jit.globals_guard import GlobalsGuard
 from symshape.jit.prologue import Builder, Prologue
 from symshape.jit.state import (
     SKIPPED,
-    GlobalsGuard,
     ObjectGuard,
     global_state_change,
     holds,
@@ -386,9 +388,8 @@ def _autograd(ctx, trace: Trace, output, out_spec, name: str) -> _Grad | None:
     for n in trace.nodes:
         if n.op is grad_mode.SET_GRAD:
             grad_on = bool(n.args[0])
-        if n.extra.get("effect") or getattr(n.op, "effect", False):
-            mutated = getattr(n.op, "extra", {}).get("mutates")  # argument positions it writes
-            for v in n.inputs() if mutated is None else iter_vars([n.args[i] for i in mutated]):
+        if has_effect(n):
+            for v in mutated(n):
                 if not grad_on and id(v) not in differentiated:
                     continue
                 if _requires_grad(v):
