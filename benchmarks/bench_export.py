@@ -1,6 +1,6 @@
 """symshape.export against torch.export.export with the same Dims, side by side.
 
-    python benchmarks/bench_export.py [--quick]
+    python benchmarks/bench_export.py [--quick] [--scale-only | --no-scale]
 
 For the transformer block (benchmarks/workloads.py) and a tiny GPT-2 (2
 layers, d=64), each with dynamic batch and sequence:
@@ -9,12 +9,30 @@ layers, d=64), each with dynamic batch and sequence:
   library's one-time initialization included, Python imports excluded);
 - warm export: the median of later exports in the same process;
 - nodes: nodes of the exported graph;
-- save / load: writing and reading the program (symshape: JSON;
+- save / load: writing and reading the program (symshape: JSON and safetensors;
   torch: torch.export.save / load, a .pt2 archive);
 - max diff: the largest difference from eager over five shapes.
 
 symshape runs twice: under ``torch.no_grad()`` (forward only, what
 torch.export produces) and with gradients on (its backward trace included).
+
+Model scale: GPT-2 small (124M parameters) and a Llama of the same size
+(12 layers, d=768, 4 KV heads, vocabulary 32000), from configs with seeded
+random weights, exported forward-only with Dims on batch and sequence:
+
+- save s: the best of three saves (symshape: program JSON + safetensors;
+  torch: torch.export.save), both systems in one process, in turns;
+- load s: the best of three loads in that process, after each save, then
+  the best of two loads each in a fresh process (imports excluded);
+- file MB: every file written, and its ratio to the raw weights (the bytes of
+  the distinct parameters and buffers);
+- load peak MB: the rise of the loading process's peak RSS over its RSS
+  before the load (VmHWM from /proc/self/status, reset with
+  /proc/self/clear_refs before loading), and its ratio to the raw weights;
+  symshape's load memory-maps the weights and reads every byte once for the
+  SHA-256 check, so the mapped pages count;
+- max diff: the loaded program against eager at two shapes.
+
 The machine is shared, so compare ratios within one run.
 """
 
@@ -117,7 +135,7 @@ def one(system: str, model_name: str, repeats: int) -> dict:
         warm.append(time.perf_counter() - t)
     with tempfile.TemporaryDirectory() as d:
         loaded, save_s, load_s = save_load(ep, os.path.join(d, "program"))
-        size = os.path.getsize(os.path.join(d, "program"))
+        size = sum(os.path.getsize(f) for f in _files(os.path.join(d, "program")))
     diff = 0.0
     with torch.no_grad():
         for args in inputs:
@@ -133,14 +151,200 @@ def one(system: str, model_name: str, repeats: int) -> dict:
     }
 
 
+# -- model scale -------------------------------------------------------------------------------
+
+SCALE_MODELS = ("gpt2-small", "llama-small")
+SCALE_SYSTEMS = ("symshape", "torch.export")
+SCALE_FILES = {"symshape": "program.json", "torch.export": "program.pt2"}
+
+
+def build_scale(model_name: str):
+    """A 124M-parameter LM returning logits, seeded random weights, eval mode."""
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+    from benchmarks.workloads import LogitsOnly
+
+    torch.manual_seed(0)
+    if model_name == "gpt2-small":
+        return LogitsOnly(GPT2LMHeadModel(GPT2Config()).eval())
+    cfg = LlamaConfig(
+        hidden_size=768, intermediate_size=2048, num_hidden_layers=12, num_attention_heads=12,
+        num_key_value_heads=4, vocab_size=32000, max_position_embeddings=2048,
+    )  # fmt: skip
+    return LogitsOnly(LlamaForCausalLM(cfg).eval())
+
+
+def raw_weight_bytes(model) -> int:
+    """Bytes of the distinct storages of the parameters and buffers."""
+    seen = {}
+    for t in [*model.parameters(), *model.buffers()]:
+        s = t.untyped_storage()
+        seen[s.data_ptr()] = s.nbytes()
+    return sum(seen.values())
+
+
+def _files(path: str) -> list:
+    return [f for f in (path, path.removesuffix(".json") + ".safetensors") if os.path.exists(f)]
+
+
+def _scale_export(system: str, model, example):
+    """``(save(path), load(path), run(loaded, ids))`` of one system's export."""
+    import symshape
+
+    with torch.no_grad():
+        if system == "symshape":
+            batch, seq = symshape.Dim("batch", min=1, max=64), symshape.Dim("seq", min=2, max=512)
+            ep = symshape.export(
+                model, (example,), dynamic_shapes={"input_ids": {0: batch, 1: seq}}
+            )
+            return ep.save, symshape.load, lambda loaded, ids: loaded(ids)
+        from torch.export import Dim
+
+        batch, seq = Dim("batch", min=1, max=64), Dim("seq", min=2, max=512)
+        ep = torch.export.export(
+            model, (example,), dynamic_shapes={"input_ids": {0: batch, 1: seq}}
+        )
+        save = lambda path: torch.export.save(ep, path)  # noqa: E731
+        return save, torch.export.load, lambda loaded, ids: loaded.module()(ids)
+
+
+def scale_save(model_name: str, directory: str) -> dict:
+    """Export with both systems, then save and load them in turns, three
+    rounds, in this one process; check each loaded program against eager."""
+    warnings.filterwarnings("ignore")
+    torch.set_num_threads(1)
+    model = build_scale(model_name)
+    example = torch.randint(0, 100, (2, 7))
+    systems, out = {}, {}
+    for s in SCALE_SYSTEMS:
+        try:
+            systems[s] = _scale_export(s, model, example)
+        except Exception as e:  # report, measure the other system
+            out[s] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"}
+    paths = {s: os.path.join(directory, SCALE_FILES[s]) for s in systems}
+    saves, loads, loaded = {s: [] for s in systems}, {s: [] for s in systems}, {}
+    for _ in range(3):
+        for s, (save, load, _) in systems.items():
+            t = time.perf_counter()
+            save(paths[s])
+            saves[s].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            loaded[s] = load(paths[s])
+            loads[s].append(time.perf_counter() - t)
+    for s, (_, _, run) in systems.items():
+        diff = 0.0
+        with torch.no_grad():
+            for b, t in ((1, 5), (3, 33)):
+                ids = torch.randint(0, 100, (b, t))
+                diff = max(diff, (run(loaded[s], ids) - model(ids)).abs().max().item())
+        out[s] = {
+            "save": min(saves[s]),
+            "load_here": min(loads[s]),
+            "size": sum(os.path.getsize(f) for f in _files(paths[s])),
+            "raw": raw_weight_bytes(model),
+            "diff": diff,
+        }
+    return out
+
+
+def _status_kb(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def scale_load(system: str, path: str) -> dict:
+    """Load in this fresh process: seconds and the rise of peak RSS."""
+    import symshape
+
+    warnings.filterwarnings("ignore")
+    torch.set_num_threads(1)
+    load = symshape.load if system == "symshape" else torch.export.load
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # reset VmHWM to the current RSS
+    before = _status_kb("VmRSS")
+    t = time.perf_counter()
+    loaded = load(path)
+    seconds = time.perf_counter() - t
+    peak = _status_kb("VmHWM") - before
+    del loaded
+    return {"load": seconds, "peak": peak * 1024}
+
+
+def _child(*argv) -> dict:
+    r = subprocess.run([sys.executable, __file__, *argv], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "failed")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def scale_table() -> None:
+    print(
+        "\n| model | system | save s | load s (same / fresh process) | file MB (x weights) "
+        "| load peak MB (x weights) | max diff |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    notes = []
+    for m in SCALE_MODELS:
+        with tempfile.TemporaryDirectory() as d:
+            try:
+                results = _child("--scale-save", m, d)
+                fresh = {s: [] for s in results if "error" not in results[s]}
+                for _ in range(2):  # in turns, each load in a new process
+                    for s in fresh:
+                        fresh[s].append(_child("--scale-load", s, os.path.join(d, SCALE_FILES[s])))
+            except RuntimeError as e:
+                print(f"| {m} | | failed: {e} |")
+                continue
+        for s, x in results.items():
+            if "error" in x:
+                print(f"| {m} | {s} | failed: {x['error']} |")
+                continue
+            x["load"] = min(r["load"] for r in fresh[s])
+            x["peak"] = max(r["peak"] for r in fresh[s])
+            mb, raw = 1e6, x["raw"]
+            print(
+                f"| {m} | {s} | {x['save']:.2f} | {x['load_here']:.2f} / {x['load']:.2f} | "
+                f"{x['size'] / mb:.0f} ({x['size'] / raw:.3f}x) | "
+                f"{x['peak'] / mb:.0f} ({x['peak'] / raw:.2f}x) | {x['diff']:.1e} |"
+            )
+        if all("error" not in results.get(s, {"error": 1}) for s in SCALE_SYSTEMS):
+            ours, theirs = results["symshape"], results["torch.export"]
+            notes.append(
+                f"{m} ({ours['raw'] / 1e6:.0f} MB of weights): save "
+                f"{theirs['save'] / ours['save']:.1f}x, load "
+                f"{theirs['load_here'] / ours['load_here']:.1f}x (fresh process "
+                f"{theirs['load'] / ours['load']:.1f}x) as fast as torch.export"
+            )
+    print()
+    for line in notes:
+        print(line)
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true", help="fewer repeats")
+    p.add_argument("--scale-only", action="store_true", help="only the 124M-parameter models")
+    p.add_argument("--no-scale", action="store_true", help="skip the 124M-parameter models")
     p.add_argument("--one", nargs=2, metavar=("SYSTEM", "MODEL"), help=argparse.SUPPRESS)
+    p.add_argument("--scale-save", nargs=2, help=argparse.SUPPRESS)
+    p.add_argument("--scale-load", nargs=2, help=argparse.SUPPRESS)
     a = p.parse_args()
     repeats = 2 if a.quick else 5
     if a.one:
         print(json.dumps(one(a.one[0], a.one[1], repeats)))
+        return
+    if a.scale_save:
+        print(json.dumps(scale_save(*a.scale_save)))
+        return
+    if a.scale_load:
+        print(json.dumps(scale_load(*a.scale_load)))
+        return
+    if a.scale_only:
+        scale_table()
+        print(f"\ntorch {torch.__version__}, 1 thread, {time.strftime('%Y-%m-%d')}")
         return
     models = ["block"]
     try:
@@ -181,6 +385,8 @@ def main() -> None:
     print()
     for line in ratios:
         print(line)
+    if not a.no_scale and "gpt2" in models:
+        scale_table()
     print(f"\ntorch {torch.__version__}, 1 thread, {time.strftime('%Y-%m-%d')}")
 
 

@@ -14,6 +14,7 @@ from symshape.export.infer import Constraints, infer_constraints
 from symshape.export.program import ExportedProgram
 from symshape.export.serialize import FormatError, SaveError
 from symshape.export.spec import ExportSpecError
+from symshape.export.weights import WeightsError
 
 __all__ = [
     "ConstraintViolationError",
@@ -22,6 +23,7 @@ __all__ = [
     "ExportedProgram",
     "FormatError",
     "SaveError",
+    "WeightsError",
     "export",
     "infer_constraints",
     "load",

@@ -1,30 +1,35 @@
-"""``ExportedProgram.save`` and ``symshape.load``: one JSON document.
+"""``ExportedProgram.save`` and ``symshape.load``: the program as JSON, its
+tensors in a safetensors file beside it.
 
-    {"format": "symshape.ExportedProgram", "version": 1,
-     "sha256": "<hex digest of the canonical JSON of program>",
-     "program": {"name", "symshape", "torch", "signature", "sources",
-                 "computation", "backward", "autograd", "outputs",
-                 "params", "constants", "tensors"}}
+    model.json          {"format": "symshape.ExportedProgram", "version": 2,
+                         "sha256": "<hex digest of the canonical JSON of program>",
+                         "program": {"name", "symshape", "torch", "signature", "sources",
+                                     "computation", "backward", "autograd", "outputs",
+                                     "params", "constants", "tensors", "weights"}}
+    model.safetensors   the parameters, buffers and constants (weights.py, tensorfile.py)
 
 docs/export-format.md documents every field. Loading parses JSON, checks the
 format, the version and the checksum, then rebuilds everything through fixed
 tables and the op registry: nothing from the file is evaluated as code, no
 pickle is read, and no package is imported that the process has not imported
 (output classes are found by module and name among those: structure.py).
-Tensors are raw little-endian bytes in base64 with dtype, shape and strides.
+Tensors are memory-mapped from the safetensors file, each entry's SHA-256
+checked; version 1 files (tensors inline in base64) still load.
 """
 
 from __future__ import annotations
 
 import base64
-import ctypes
 import hashlib
 import json
-import sys
+import os
+import uuid
+from pathlib import Path
 
 import torch
 
 import symshape
+from symshape.export import tensorfile
 from symshape.export.program import ExportedProgram
 from symshape.export.serialize import (
     DTYPES,
@@ -43,26 +48,68 @@ from symshape.export.serialize import (
 )
 from symshape.export.signature import DimSig, Signature, SizeSpec, TensorSig
 from symshape.export.structure import dec_spec, enc_spec
+from symshape.export.weights import (
+    WeightsError,
+    dec_layout,
+    enc_tensor,
+    finish,
+    from_file,
+    given,
+    match_entries,
+    plan,
+    take,
+)
 
 FORMAT = "symshape.ExportedProgram"
-VERSION = 1
+VERSION = 2
+READS = (1, 2)  # version 1: tensors inline, base64
 
 
 def _canonical(program: dict) -> bytes:
     return json.dumps(program, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
 
 
-def save(ep: ExportedProgram, path) -> None:
-    tensors: dict = {}
+def weights_path(path) -> Path:
+    """Where the tensors of the program at ``path`` live: ``model.json`` ->
+    ``model.safetensors`` (``program`` -> ``program.safetensors``)."""
+    p = Path(path)
+    if p.suffix == ".safetensors":
+        raise SaveError(
+            f"{p}: a program is saved as JSON with its tensors beside it in "
+            f"{p.with_suffix('.safetensors').name}. Fix: name the program {p.stem}.json"
+        )
+    return _sidecar(p)
 
-    def ref(t: torch.Tensor) -> str:
-        key = next((k for k, (x, _) in tensors.items() if x is t), None)
+
+def _sidecar(path) -> Path:
+    return Path(path).with_suffix(".safetensors")
+
+
+def save(ep: ExportedProgram, path, *, weights: bool = True) -> None:
+    wpath = weights_path(path)
+    tensors: dict = {}  # key -> tensor, each object once
+    keys: dict = {}  # id(tensor) -> key
+    names: dict = {}  # key -> the name its entry is given
+
+    def ref(t: torch.Tensor, name: str) -> str:
+        key = keys.get(id(t))
         if key is None:
-            key = f"t{len(tensors)}"
-            tensors[key] = (t, _enc_tensor(t))
+            key = keys[id(t)] = f"t{len(tensors)}"
+            tensors[key], names[key] = t, name
         return key
 
     c = ep.computation
+    params = {name: ref(t, name) for name, t in ep.params.items()}
+    constants = {"computation": {}, "backward": {}}
+    for trace in (c, ep.backward):
+        if trace is not None:
+            for k, v in trace.constants.items():
+                constants[trace.name][k] = ref(_tensor(k, v), f"{trace.name}.{k}")
+    entries, data = plan([(k, names[k], t) for k, t in tensors.items()])
+    if not weights:  # keep the entries a constant needs; parameters come from load(weights=)
+        param_keys = set(params.values())
+        kept = {data[k]["entry"] for k in tensors if k not in param_keys}
+        entries = [e for e in entries if e.name in kept]
     program = {
         "name": ep.name,
         "symshape": symshape.__version__,
@@ -73,24 +120,41 @@ def save(ep: ExportedProgram, path) -> None:
         "backward": None if ep.backward is None else enc_trace(ep.backward),
         "autograd": ep.autograd,
         "outputs": enc_spec(ep.out_spec),
-        "params": {name: ref(t) for name, t in ep.params.items()},
-        "constants": {
-            "computation": {k: ref(_tensor(k, v)) for k, v in c.constants.items()},
-            "backward": {}
-            if ep.backward is None
-            else {k: ref(_tensor(k, v)) for k, v in ep.backward.constants.items()},
-        },
+        "params": params,
+        "constants": constants,
+        "tensors": {k: enc_tensor(t, data[k]) for k, t in tensors.items()},
+        "weights": None,  # below, once the tensor file is written
     }
-    program["tensors"] = {k: enc for k, (_, enc) in tensors.items()}
+    if entries:
+        bundle = uuid.uuid4().hex
+        meta = {"format": "pt", "symshape.program": bundle}
+        digests = tensorfile.write(wpath, entries, meta)
+        program["weights"] = {
+            "bundle": bundle,
+            "entries": {
+                e.name: {"dtype": e.code, "shape": list(e.shape), "sha256": digests[e.name]}
+                for e in entries
+            },
+        }
     doc = {
         "format": FORMAT,
         "version": VERSION,
         "sha256": hashlib.sha256(_canonical(program)).hexdigest(),
         "program": program,
     }
-    with open(path, "w", encoding="ascii") as f:
-        json.dump(doc, f, indent=1, ensure_ascii=True)
-        f.write("\n")
+    path = os.fspath(path)
+    tmp = os.path.join(
+        os.path.dirname(path) or ".", f".{os.path.basename(path)}.{uuid.uuid4().hex}"
+    )
+    try:
+        with open(tmp, "w", encoding="ascii") as f:
+            json.dump(doc, f, indent=1, ensure_ascii=True)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
 
 
 def _tensor(name: str, v) -> torch.Tensor:
@@ -99,33 +163,21 @@ def _tensor(name: str, v) -> torch.Tensor:
     return v
 
 
-def _enc_tensor(t: torch.Tensor) -> dict:
-    if t.layout is not torch.strided or type(t) not in (torch.Tensor, torch.nn.Parameter):
-        raise SaveError(f"cannot save a {type(t).__name__} with layout {t.layout}")
-    if sys.byteorder != "little":
-        raise SaveError("saving needs a little-endian machine")
-    data = t.detach().to("cpu").clone(memory_format=torch.contiguous_format)
-    raw = ctypes.string_at(data.data_ptr(), data.numel() * data.element_size())
-    return {
-        "dtype": next(k for k, d in DTYPES.items() if d == t.dtype),
-        "shape": list(t.shape),
-        "strides": list(t.stride()),
-        "device": str(t.device),
-        "requires_grad": t.requires_grad,
-        "parameter": isinstance(t, torch.nn.Parameter),
-        "data": base64.b64encode(raw).decode("ascii"),
-    }
-
-
-def load(path) -> ExportedProgram:
+def load(path, *, weights=None, verify: bool = True) -> ExportedProgram:
     """Read a program written by ``ExportedProgram.save``. Raises ``FormatError``
     for a file that is not one, was truncated or modified, or needs ops or
-    output types this process lacks."""
+    output types this process lacks; ``WeightsError`` when ``weights`` does not
+    fit the program."""
     try:
         with open(path, encoding="ascii") as f:
             text = f.read()
     except UnicodeDecodeError as e:
-        raise FormatError(f"{path}: not a symshape export file (not ASCII JSON: {e})") from None
+        hint = ""
+        if Path(path).suffix == ".safetensors":
+            hint = f"; load the program's JSON, {Path(path).with_suffix('.json').name}"
+        raise FormatError(
+            f"{path}: not a symshape export file (not ASCII JSON: {e}){hint}"
+        ) from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
@@ -136,10 +188,11 @@ def load(path) -> ExportedProgram:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise FormatError(f'{path}: not a symshape export file (no "format": "{FORMAT}")')
     version = doc.get("version")
-    if version != VERSION:
+    if version not in READS:
         raise FormatError(
             f"{path}: format version {version!r}; this symshape ({symshape.__version__}) reads "
-            f"version {VERSION}"
+            f"versions {', '.join(map(str, READS))}. Fix: load it with the symshape that wrote it "
+            f"({str(doc.get('program', {}).get('symshape', '?'))[:20]}) or a newer one"
         )
     program = doc.get("program")
     digest = hashlib.sha256(_canonical(program)).hexdigest() if isinstance(program, dict) else None
@@ -149,9 +202,12 @@ def load(path) -> ExportedProgram:
             f"(stored {str(doc.get('sha256'))[:16]}..., computed {str(digest)[:16]}...)"
         )
     try:
-        return _dec_program(program)
+        tensors = _dec_tensors(program, version, path, given(weights), verify)
+        return _dec_program(program, tensors)
     except FormatError as e:
-        raise FormatError(f"{path}: {e}") from None
+        if str(e).startswith((str(path), str(_sidecar(path)))):
+            raise
+        raise type(e)(f"{path}: {e}") from None
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
         raise FormatError(
             f"{path}: malformed program ({type(e).__name__}: {e}); was it written by "
@@ -159,9 +215,85 @@ def load(path) -> ExportedProgram:
         ) from None
 
 
-def _dec_program(p: dict) -> ExportedProgram:
-    tensors = {k: _dec_tensor(v, f"tensor {k}") for k, v in p["tensors"].items()}
+def _dec_tensors(p: dict, version: int, path, user, verify: bool) -> dict:
+    """The program's tensors by key: parameters from ``user`` when given, the
+    rest from the file (inline for version 1, the safetensors file for 2)."""
+    descs = p["tensors"]
+    if not isinstance(descs, dict):
+        raise FormatError("tensors: expected an object")
+    out: dict = {}
+    if user is not None:
+        for name, key in p["params"].items():
+            t = take(check_text(name, "parameter"), user, descs[key], "weights")
+            if key in out and out[key] is not t:
+                raise WeightsError(f"weights: {name!r} and another name were one tensor when saved")
+            out[key] = t
+        if version == 2:
+            _check_ties(descs, out, {k: n for n, k in p["params"].items()})
+    rest = [k for k in descs if k not in out]
+    if version == 1:
+        return out | {k: _dec_tensor_v1(descs[k], f"tensor {k}") for k in rest}
+    listed = p["weights"]
+    entries = {} if listed is None else listed["entries"]
+    params = set(p["params"].values())
+    for k in rest:
+        d = descs[k].get("data")
+        if not isinstance(d, dict) or type(d.get("entry")) is not str:
+            raise FormatError(f"tensor {k}: its data must name an entry of the tensor file")
+    unsaved = [k for k in rest if descs[k]["data"]["entry"] not in entries]
+    if unsaved:
+        if any(k not in params for k in unsaved):
+            raise FormatError(f"tensor {unsaved[0]}: its bytes are not in the tensor file")
+        missing = [n for n, k in p["params"].items() if k in unsaved]
+        raise WeightsError(
+            f"the program was saved without its weights (save(path, weights=False)): "
+            f"{len(missing)} tensors such as {missing[0]!r} are not in the file. Fix: "
+            "symshape.load(path, weights=model), or a state dict or .safetensors file"
+        )
+    if not rest:
+        return out
+    wpath = _sidecar(path)
+    try:
+        f = tensorfile.read(wpath)
+    except FileNotFoundError:
+        raise FormatError(
+            f"the tensor file {wpath} is missing: a program's tensors are saved beside it. "
+            f"Fix: copy {wpath.name} along with {Path(path).name}, or pass weights="
+        ) from None
+    bundle = f.metadata.get("symshape.program")
+    if bundle != listed["bundle"]:
+        raise FormatError(
+            f"{wpath} belongs to another save of a program (its id {bundle!r:.40} is not "
+            f"{listed['bundle']!r}). Fix: copy the two files of one save together"
+        )
+    match_entries(f, entries)
+    if verify:
+        needed = {descs[k]["data"]["entry"] for k in rest}
+        f.verify({e: entries[e]["sha256"] for e in sorted(needed)})
+    return out | from_file(f, entries, descs, rest, str(path))
 
+
+def _check_ties(descs: dict, given_tensors: dict, names: dict) -> None:
+    """Given tensors that shared memory when saved (tied weights, views) must share it again."""
+    seen: dict = {}
+    for key, t in given_tensors.items():
+        d = descs[key].get("data")
+        if not isinstance(d, dict) or "offset" not in d or t.numel() == 0:
+            continue
+        where = (
+            t.untyped_storage().data_ptr() + (t.storage_offset() - d["offset"]) * t.element_size()
+        )
+        first = seen.setdefault(d["entry"], (key, where))
+        if first[1] != where:
+            raise WeightsError(
+                f"weights: {names[first[0]]!r} and {names[key]!r} shared memory when the program "
+                "was saved "
+                "(tied weights, or views of one tensor); the tensors given do not. Fix: pass the "
+                "exported model's own tensors (weights=model)"
+            )
+
+
+def _dec_program(p: dict, tensors: dict) -> ExportedProgram:
     def get(k):
         if k not in tensors:
             raise FormatError(f"unknown tensor reference {k!r}")
@@ -218,14 +350,9 @@ def _dec_autograd(a, backward, computation):
     return out
 
 
-def _dec_tensor(j: dict, what: str) -> torch.Tensor:
-    if j.get("dtype") not in DTYPES:
-        raise FormatError(f"{what}: unknown dtype {j.get('dtype')!r}")
-    dtype = DTYPES[j["dtype"]]
-    shape = [check_int(s, what) for s in j["shape"]]
-    strides = [check_int(s, what) for s in j["strides"]]
-    if len(strides) != len(shape) or any(s < 0 for s in shape + strides):
-        raise FormatError(f"{what}: shape {shape} and strides {strides} do not match")
+def _dec_tensor_v1(j: dict, what: str) -> torch.Tensor:
+    """A version 1 tensor: its bytes inline, in base64."""
+    dtype, shape, strides = dec_layout(j, what)
     try:
         raw = base64.b64decode(j["data"], validate=True)
     except (ValueError, TypeError) as e:
@@ -233,20 +360,16 @@ def _dec_tensor(j: dict, what: str) -> torch.Tensor:
     numel = 1
     for s in shape:
         numel *= s
-    itemsize = torch.empty((), dtype=dtype).element_size()
-    if len(raw) != numel * itemsize:
+    if len(raw) != numel * dtype.itemsize:
         raise FormatError(
-            f"{what}: {len(raw)} bytes of data, expected {numel * itemsize} for {j['dtype']}{shape}"
+            f"{what}: {len(raw)} bytes of data, expected {numel * dtype.itemsize} for "
+            f"{j['dtype']}{shape}"
         )
     flat = torch.frombuffer(bytearray(raw), dtype=dtype) if numel else torch.empty(0, dtype=dtype)
     t = torch.empty_strided(shape, strides, dtype=dtype)
     t.copy_(flat.reshape(shape))
     device = dec_device(j["device"], what)
-    if device.type != "cpu":
-        t = t.to(device)
-    if j.get("parameter"):
-        return torch.nn.Parameter(t, requires_grad=bool(j["requires_grad"]))
-    return t.requires_grad_(bool(j["requires_grad"])) if t.is_floating_point() else t
+    return finish(t if device.type == "cpu" else t.to(device), j)
 
 
 # -- the signature ------------------------------------------------------------------------------
@@ -413,4 +536,4 @@ def _dec_signature(j: dict) -> Signature:
     return Signature(args, labels, kwargs, tensors, dims, DTYPES[j["default_dtype"]], guards)
 
 
-__all__ = ["FORMAT", "VERSION", "load", "save"]
+__all__ = ["FORMAT", "VERSION", "load", "save", "weights_path"]

@@ -3,7 +3,7 @@
     ep = symshape.export(model, (x,), dynamic_shapes={"x": {0: batch}})
     print(ep)                 # signature, prologue, computation (and backward)
     ep(x2)                    # any input that satisfies the constraints
-    ep.save("model.json")     # symshape.load("model.json")
+    ep.save("model.json")     # and model.safetensors; symshape.load("model.json")
     gm = ep.to_fx()           # a torch.fx.GraphModule with symbolic sizes
 
 Every call runs the prologue (``signature.py``), which checks the inputs
@@ -122,11 +122,16 @@ class ExportedProgram:
         )
 
     # -- conversions ------------------------------------------------------------------
-    def save(self, path) -> None:
-        """Write the program to ``path`` (a JSON document; docs/export-format.md)."""
+    def save(self, path, *, weights: bool = True) -> None:
+        """Write the program to ``path`` (JSON) and its tensors beside it
+        (``model.json`` -> ``model.safetensors``; docs/export-format.md).
+
+        ``weights=False`` leaves the parameters and buffers out, for weights
+        shipped separately: ``symshape.load(path, weights=model)`` (or a state
+        dict, or a ``.safetensors`` file) supplies them."""
         from symshape.export.fileformat import save
 
-        save(self, path)
+        save(self, path, weights=weights)
 
     def to_fx(self) -> torch.fx.GraphModule:
         """The forward computation as a ``torch.fx.GraphModule`` whose sizes are

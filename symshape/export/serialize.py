@@ -55,6 +55,11 @@ DTYPES = {
         torch.int8,
         torch.uint8,
         torch.bool,
+        torch.uint16,
+        torch.uint32,
+        torch.uint64,
+        torch.float8_e4m3fn,
+        torch.float8_e5m2,
     )
 }
 MEMORY_FORMATS = {

@@ -1,8 +1,12 @@
 """save -> load -> call gives what the exported program gives; damaged or
-tampered files are refused with a clear error, and nothing in a file runs."""
+tampered files are refused with a clear error, and nothing in a file runs;
+version 1 files (tensors inline, base64) still load. The tensor file
+(safetensors) is tested in test_export_weights.py."""
 
 from __future__ import annotations
 
+import base64
+import ctypes
 import hashlib
 import json
 
@@ -14,7 +18,7 @@ from torch import nn
 import symshape
 from symshape import Dim, InputSpecError, RuntimeAssertionError
 from symshape.export import FormatError
-from symshape.export.fileformat import FORMAT, VERSION, _canonical
+from symshape.export.fileformat import FORMAT, READS, VERSION, _canonical, weights_path
 
 
 def roundtrip(ep, tmp_path):
@@ -42,8 +46,8 @@ def test_roundtrip_derived_dims_and_int_outputs(tmp_path):
     with pytest.raises(InputSpecError, match=r"y\.size\(0\) == 2\*n"):
         loaded(torch.randn(3, 2), torch.randn(5, 2))
     doc = json.loads(path.read_text())
-    assert doc["format"] == FORMAT and doc["version"] == VERSION
-    assert {"signature", "computation", "tensors", "sources"} <= set(doc["program"])
+    assert doc["format"] == FORMAT and doc["version"] == VERSION == 2
+    assert {"signature", "computation", "tensors", "sources", "weights"} <= set(doc["program"])
 
 
 class Net(nn.Module):
@@ -147,7 +151,7 @@ def test_newer_version_and_foreign_files(saved, tmp_path):
     doc = json.loads(saved.read_text())
     doc["version"] = VERSION + 1
     saved.write_text(json.dumps(doc))
-    with pytest.raises(FormatError, match=f"format version {VERSION + 1}"):
+    with pytest.raises(FormatError, match=f"format version {VERSION + 1}; .* reads versions 1, 2"):
         symshape.load(saved)
     other = tmp_path / "other.json"
     other.write_text('{"hello": 1}')
@@ -212,6 +216,50 @@ def test_labels_cannot_inject_code(saved):
         symshape.load(saved)
 
 
+# -- version 1 files -------------------------------------------------------------------------
+
+
+def as_version_1(path):
+    """Rewrite a saved program as version 1 wrote it: each tensor's bytes
+    inline in base64, no tensor file."""
+    doc = json.loads(path.read_text())
+    p = doc["program"]
+    loaded = symshape.load(path)
+    by_key = {k: loaded.params[n] for n, k in p["params"].items()}
+    for trace in ("computation", "backward"):
+        t = getattr(loaded, trace)
+        for name, k in p["constants"][trace].items():
+            by_key[k] = t.constants[name]
+    for k, j in p["tensors"].items():
+        t = by_key[k].detach().contiguous()
+        raw = ctypes.string_at(t.data_ptr(), t.numel() * t.element_size()) if t.numel() else b""
+        del j["data"]
+        j["data"] = base64.b64encode(raw).decode("ascii")
+    del p["weights"]
+    doc["version"] = 1
+    doc["sha256"] = hashlib.sha256(_canonical(p)).hexdigest()
+    path.write_text(json.dumps(doc))
+    weights_path(path).unlink(missing_ok=True)
+
+
+def test_version_1_files_still_load(tmp_path):
+    assert 1 in READS
+    torch.manual_seed(0)
+    m = Net()
+    ds = {"ids": {0: Dim("b"), 1: Dim("t", min=2, max=16)}}
+    ep = symshape.export(m, (torch.randint(0, 11, (2, 5)),), dynamic_shapes=ds)
+    path = tmp_path / "p.json"
+    ep.save(path)
+    as_version_1(path)
+    loaded = symshape.load(path)
+    for b, t in ((1, 2), (3, 16)):
+        ids = torch.randint(0, 11, (b, t))
+        assert_same(loaded(ids), m(ids))
+    assert isinstance(loaded.params["fc.weight"], nn.Parameter)
+    other = symshape.load(path, weights=m)  # weights from a model work for version 1 too
+    assert other.params["fc.weight"] is m.fc.weight
+
+
 def _add_tensor(data: str, shape=(1,)):
     def mutate(p):
         p["tensors"]["t0"] = {
@@ -231,7 +279,8 @@ def _add_tensor(data: str, shape=(1,)):
 @pytest.mark.parametrize(
     "data, message", [("not base64!", "not base64"), ("AAAA", "3 bytes of data, expected 8")]
 )
-def test_tensor_data_is_validated(saved, data, message):
+def test_version_1_tensor_data_is_validated(saved, data, message):
+    as_version_1(saved)
     tamper(saved, _add_tensor(data, (2,)))
     with pytest.raises(FormatError, match=message):
         symshape.load(saved)
