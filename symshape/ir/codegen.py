@@ -15,15 +15,42 @@ from symshape.ir.trace import Trace
 _COUNTER = [0]
 
 
-def compile_source(source: str, name: str, extra_globals: dict, filename_hint: str) -> Callable:
+def compile_source(
+    source: str, name: str, extra_globals: dict, filename_hint: str, lazy: bool = False
+) -> Callable:
     """Exec ``source`` and return the function ``name`` it defines. The text is
-    registered with linecache so tracebacks show generated lines."""
+    registered with linecache so tracebacks show generated lines. ``lazy``: compile
+    on the first call instead (a function most traces never call, such as a
+    prologue's ``explain``: Python's ``compile`` of a large module's prologue takes
+    milliseconds)."""
     _COUNTER[0] += 1
     filename = f"<symshape {filename_hint} {_COUNTER[0]}>"
+    if lazy:
+        return _Lazy(source, name, dict(extra_globals), filename)
+    return _compile(source, name, extra_globals, filename)
+
+
+def _compile(source: str, name: str, extra_globals: dict, filename: str) -> Callable:
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     g = {"torch": torch, "symshape": symshape, "__builtins__": __builtins__, **extra_globals}
     exec(compile(source, filename, "exec"), g)
     return g[name]
+
+
+class _Lazy:
+    """A generated function, compiled when first called (``compile_source(lazy=True)``)."""
+
+    __slots__ = ("_fn", "_parts")
+
+    def __init__(self, source: str, name: str, extra_globals: dict, filename: str):
+        self._parts = (source, name, extra_globals, filename)
+        self._fn = None
+
+    def __call__(self, *args, **kwargs):
+        fn = self._fn
+        if fn is None:  # two threads may both compile: the same function either way
+            fn = self._fn = _compile(*self._parts)
+        return fn(*args, **kwargs)
 
 
 def compile_trace(trace: Trace, source: str | None = None, boxed: bool = False) -> Callable:

@@ -137,24 +137,39 @@ class Node:
     unpack: bool = False  # outputs bind the elements of a returned tuple
     extra: dict = field(default_factory=dict, compare=False)
 
-    def inputs(self) -> Iterator[Var]:
-        """Every Var read by this node (in arguments, nested or inside expressions)."""
-        yield from iter_vars(self.args)
-        yield from iter_vars(tuple(v for _, v in self.kwargs))
+    def inputs(self) -> list[Var]:
+        """Every Var read by this node (in arguments, nested or inside expressions),
+        in order."""
+        out: list[Var] = []
+        _collect(self.args, out)
+        for _, v in self.kwargs:
+            _collect(v, out)
+        return out
 
 
 def iter_vars(x) -> Iterator[Var]:
+    """Every Var in ``x`` (nested tuples, lists, slices and dicts), in order."""
+    out: list[Var] = []
+    _collect(x, out)
+    return iter(out)
+
+
+def _collect(x, out: list) -> None:
     t = type(x)
     if t is Var:
-        yield x
+        out.append(x)
     elif t is tuple or t is list:
-        for y in x:
-            yield from iter_vars(y)
+        for y in x:  # the common case inline: a flat tuple of Vars and constants
+            ty = type(y)
+            if ty is Var:
+                out.append(y)
+            elif ty is tuple or ty is list or ty is slice or ty is dict:
+                _collect(y, out)
     elif t is slice:
-        yield from iter_vars((x.start, x.stop, x.step))
+        _collect((x.start, x.stop, x.step), out)
     elif t is dict:
         for y in x.values():
-            yield from iter_vars(y)
+            _collect(y, out)
 
 
 def map_vars(x, fn: Callable[[Var], Any]):

@@ -28,6 +28,7 @@ from symshape.sym.logic import And, Or, Rel, _rel, and_, or_
 from symshape.sym.ranges import INF
 
 _MISSING = object()
+_EPOCHS = itertools.count()
 
 
 class Reasoner:
@@ -39,6 +40,9 @@ class Reasoner:
     rels: list
 
     def _reset_caches(self) -> None:
+        # a new epoch whenever what is known may have changed: callers' caches of
+        # simplified values (the tracer's proxy layouts) are valid within one epoch
+        self.epoch = next(_EPOCHS)
         self._simp_cache: dict = {}
         self._bounds_cache: dict = {}
         self._decide_cache: dict = {}

@@ -44,7 +44,7 @@ P_OR, P_AND, P_CMP, P_ADD, P_MUL, P_NEG, P_POW, P_ATOM = range(8)
 class Expr:
     """Base of all integer expression nodes. Never instantiate directly."""
 
-    __slots__ = ("_free", "_hash", "uid")
+    __slots__ = ("_free", "_hash", "_str", "uid")
 
     # -- identity ---------------------------------------------------------------
     def __hash__(self) -> int:
@@ -136,7 +136,10 @@ class Expr:
         return evaluate(self, values)
 
     def __str__(self) -> str:
-        return to_str(self)
+        s = self._str  # printed once: expressions are immutable
+        if s is None:
+            s = self._str = to_str(self)
+        return s
 
     __repr__ = __str__
 
@@ -155,7 +158,7 @@ def _intern(cls, key: tuple, **fields) -> Expr:
         for k, v in fields.items():
             setattr(e, k, v)
         e.uid = e._hash = next(_UID)
-        e._free = None
+        e._free = e._str = None
         _TABLE[key] = e
     return e
 
@@ -301,7 +304,7 @@ def _sum_sorted(const: int, terms: tuple) -> IntLike:
         e = _TABLE[key] = object.__new__(Sum)
         e.const, e.terms = const, terms
         e.uid = e._hash = next(_UID)
-        e._free = None
+        e._free = e._str = None
     return e
 
 
@@ -334,6 +337,8 @@ def _mono_mul(t1: Expr, t2: Expr) -> Expr:
 
 
 def add(a: IntLike, b: IntLike) -> IntLike:
+    if type(a) is int and type(b) is int:
+        return a + b
     a, b = _int(a), _int(b)
     if type(a) is int:
         if type(b) is int:
@@ -380,6 +385,8 @@ def neg(x: IntLike) -> IntLike:
 
 
 def sub(a: IntLike, b: IntLike) -> IntLike:
+    if type(a) is int and type(b) is int:
+        return a - b
     a, b = _int(a), _int(b)
     if type(b) is int:
         return add(a, -b)
@@ -400,6 +407,8 @@ def sub(a: IntLike, b: IntLike) -> IntLike:
 
 
 def mul(a: IntLike, b: IntLike) -> IntLike:
+    if type(a) is int and type(b) is int:
+        return a * b
     a, b = _int(a), _int(b)
     if type(a) is int:
         return scale(b, a)

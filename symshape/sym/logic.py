@@ -46,7 +46,7 @@ BoolLike = Union[bool, "BoolExpr"]
 class BoolExpr:
     """Base of boolean nodes. ``bool()`` of one raises: ask a ShapeEnv instead."""
 
-    __slots__ = ("_free", "_hash", "uid")
+    __slots__ = ("_free", "_hash", "_str", "uid")
 
     def __hash__(self) -> int:
         return self._hash
@@ -166,6 +166,14 @@ def _rel(op: str, e: IntLike):
     """Canonical ``e op 0``."""
     if type(e) is int:
         return e <= 0 if op == "<=" else (e == 0) == (op == "==")
+    key = ("rel", op, e.uid)  # a pure function of the interned e: computed once
+    r = _expr._MEMO.get(key)
+    if r is None:
+        r = _expr._memo_put(key, _canonical_rel(op, e))
+    return r
+
+
+def _canonical_rel(op: str, e):
     c, terms = lin(e)
     g = math.gcd(*(k for _, k in terms))
     if op == "<=":

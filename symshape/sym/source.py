@@ -29,6 +29,7 @@ def skip_directory(path: str) -> None:
     path = os.path.abspath(path) + os.sep
     if path not in _SKIP_DIRS:
         _SKIP_DIRS.append(path)
+        _USER_FILES.clear()
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +46,10 @@ class Location:
 
     @property
     def short(self) -> str:
-        return f"{os.path.basename(self.filename)}:{self.lineno}"
+        base = _BASENAMES.get(self.filename)
+        if base is None:
+            base = _BASENAMES[self.filename] = os.path.basename(self.filename)
+        return f"{base}:{self.lineno}"
 
     def __str__(self) -> str:
         return f"{self.short} in {self.function}"
@@ -58,8 +62,13 @@ class Location:
 
 def _torch_dir() -> str | None:
     torch = sys.modules.get("torch")
-    f = getattr(torch, "__file__", None)
-    return os.path.dirname(os.path.abspath(f)) + os.sep if f else None
+    if torch is not _TORCH[0]:
+        f = getattr(torch, "__file__", None)
+        _TORCH[:] = [torch, os.path.dirname(os.path.abspath(f)) + os.sep if f else None]
+    return _TORCH[1]
+
+
+_TORCH: list = [None, None]  # the torch module _torch_dir saw, and its directory
 
 
 def is_user_file(fn: str, tdir: str | None = None) -> bool:
@@ -77,11 +86,25 @@ def is_user_file(fn: str, tdir: str | None = None) -> bool:
 
 def user_location(skip: int = 1) -> Location | None:
     """The innermost frame that belongs to neither symshape nor torch."""
-    tdir = _torch_dir()
     f = sys._getframe(skip)
+    tdir = _torch_dir()
+    known = _USER_FILES
+    if known.get(None, "") != tdir:  # the answers assumed another torch directory
+        known.clear()
+        known[None] = tdir
     while f is not None:
-        fn = f.f_code.co_filename
-        if is_user_file(fn, tdir):
-            return Location(fn, f.f_lineno, f.f_code.co_name)
+        code = f.f_code
+        fn = code.co_filename
+        user = known.get(fn)
+        if user is None:
+            user = known[fn] = is_user_file(fn, tdir)
+        if user:
+            return Location(fn, f.f_lineno, code.co_name)
         f = f.f_back
     return None
+
+
+# filename -> is it the user's (user_location); under the key None, the torch directory
+# the answers assumed. Cleared when skip_directory adds a directory.
+_USER_FILES: dict = {}
+_BASENAMES: dict = {}  # filename -> its basename (Location.short)

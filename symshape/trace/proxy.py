@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 
 from symshape.sym import expr as E
+from symshape.sym import logic as L
 
 
 def contiguous_strides(shape) -> tuple:
@@ -23,22 +24,75 @@ def contiguous_strides(shape) -> tuple:
     return tuple(reversed(out))
 
 
+def _layout(ctx, meta) -> tuple:
+    """``(sizes, strides, storage bytes)`` of a proxy for ``meta``, as
+    ``_make_wrapper_subclass`` takes them: ints, or SymInts where symbolic.
+
+    The storage size is the one PyTorch would compute (``computeStorageNbytes``:
+    0 if a size is known to be 0, else the offset of the last element plus one,
+    in bytes), given here so that PyTorch's C++ does not compute it through a
+    dozen calls back into our SymNodes. The simplified sizes, strides and storage
+    size are cached per shape, strides and element size while the ShapeEnv's
+    knowledge is unchanged (its ``epoch``): proxies of one trace share a few
+    layouts. (The cache holds expressions, not SymInts: a SymInt's node refers
+    to the context, and the context must not refer back, or each trace would
+    leave a reference cycle.)
+
+    While a retrace decides every size comparison where it is made
+    (``ctx.decide_comparisons``), PyTorch computes the storage size itself, as
+    before this shortcut: its ``size == 0`` tests are then decisions of the trace."""
+    env = ctx.env
+    cache = ctx.layouts
+    if cache.get("epoch") != env.epoch:
+        cache.clear()
+        cache["epoch"] = env.epoch
+    shape, strides, itemsize = meta.shape, meta.strides, meta.dtype.itemsize
+    key = (
+        tuple(d if type(d) is int else d.uid for d in shape),
+        None if strides is None else tuple(d if type(d) is int else d.uid for d in strides),
+        itemsize,
+    )
+    hit = cache.get(key)
+    if hit is None:
+        if strides is None:
+            strides = contiguous_strides(shape)
+        sizes = [env.simplify(d) for d in shape]
+        steps = [env.simplify(d) for d in strides]
+        last = 1  # 1 + sum of stride * (size - 1)
+        for d, st in zip(sizes, steps):
+            if d == 0 if type(d) is int else env.known(L.eq(d, 0)) is True:
+                last = 0
+                break
+            last = E.add(last, E.mul(st, E.sub(d, 1)))
+        hit = cache[key] = (sizes, steps, env.simplify(E.mul(itemsize, last)))
+    sizes, steps, nbytes = hit
+    return (
+        [d if type(d) is int else ctx.symint(d) for d in sizes],
+        [d if type(d) is int else ctx.symint(d) for d in steps],
+        None if ctx.decide_comparisons else nbytes if type(nbytes) is int else ctx.symint(nbytes),
+    )
+
+
 class TensorProxy(torch.Tensor):
-    """A traced tensor: an SSA name (``_ss_var``) and symbolic metadata (``_ss_meta``)."""
+    """A traced tensor: an SSA name (``_ss_var``) and symbolic metadata (``_ss_meta``).
+
+    Never subclassed: the tracer's hot paths test ``type(x) is TensorProxy``, since
+    ``isinstance(x, TensorProxy)`` on a SymInt asks for its ``__class__``, a Python
+    property (user code sees ``int``)."""
 
     __torch_function__ = torch._C._disabled_torch_function_impl
 
     @staticmethod
     def __new__(cls, ctx, var, meta):
-        sizes = [ctx.symint(d) for d in meta.shape]
-        strides = meta.strides if meta.strides is not None else contiguous_strides(meta.shape)
+        sizes, strides, nbytes = _layout(ctx, meta)
         r = torch.Tensor._make_wrapper_subclass(
             cls,
             sizes,
-            [ctx.symint(s) for s in strides],
+            strides,
             dtype=meta.dtype,
             device=meta.device,
             requires_grad=meta.requires_grad,
+            storage_size=nbytes,
         )
         r._ss_ctx = ctx
         r._ss_var = var
@@ -57,8 +111,24 @@ class TensorProxy(torch.Tensor):
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        from symshape.sym.source import user_location
+        from symshape.trace.context import current
         from symshape.trace.errors import TracingError
 
+        proxies = [a for a in torch.utils._pytree.tree_leaves((args, kwargs)) if type(a) is cls]
+        if proxies and all(p._ss_ctx is not current() for p in proxies):
+            # used after its trace ended (or on another thread): the user's code kept it
+            where = user_location()
+            at = f"\n  at {where.describe()}" if where is not None else ""
+            raise TracingError(
+                f"`{func}` was called on a traced tensor ({proxies[0]._ss_var.name}, a "
+                f"placeholder with no values) outside the trace that made it{at}\n"
+                "It escaped the jit-compiled function through something that outlived the "
+                "call: a generator or lambda it returned, a global or closure list it stored "
+                "the tensor in. Fix: return tensors (or lists, tuples, dicts of them) from the "
+                "jit-compiled function and use those; compute inside it what the generator "
+                "or lambda computes."
+            )
         raise TracingError(
             f"`{func}` reached PyTorch's dispatcher with a traced tensor; this is a symshape bug "
             "(every operation should be intercepted before dispatch)"

@@ -60,7 +60,11 @@ def from_user_code(frame) -> bool:
 
 def answer(value, python: type) -> type:
     """``value.__class__`` for the code asking: ``python`` for user code."""
-    return python if from_user_code(sys._getframe(2)) else _real_type(value)
+    frame = sys._getframe(2)
+    name = frame.f_globals.get("__name__") or ""
+    if name in _PASS_THROUGH:  # the rare case: look further out
+        return python if from_user_code(frame) else _real_type(value)
+    return _real_type(value) if name.partition(".")[0] in _INTERNAL else python
 
 
 def register(cls: type, python: type) -> None:
