@@ -106,7 +106,10 @@ def build_backward(fctx: TraceContext, fwd: Trace, outputs: list, inputs: list) 
                 hit = floats.get(id(x))
                 if hit is None:
                     bv = Var(x.name, "float")
-                    hit = floats[id(x)] = (x, bv, bctx.symfloat(Opaque(bv, x.name)))
+                    # a float argument keeps its label: deciding on it retraces it static
+                    label = fctx.float_labels.get(id(x))
+                    o = Opaque(bv, label or x.name, is_input=label is not None)
+                    hit = floats[id(x)] = (x, bv, bctx.symfloat(o))
                 return hit[2]
             raise TracingError(
                 f"the backward needs the run-time value {x.name}, which is not saved"

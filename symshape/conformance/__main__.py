@@ -31,13 +31,32 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit", type=int, help="sweep only the first N selected OpInfos")
     p.add_argument("--sample", type=int, help="a seeded random sample of N OpInfos")
     p.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
-    p.add_argument("--budget", type=float, default=30.0, help="seconds per OpInfo (default 30)")
-    p.add_argument("--no-backward", action="store_true", help="forward column only")
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=30.0,
+        help="seconds per OpInfo, for each of the constant and dynamic-scalar runs (default 30)",
+    )
+    p.add_argument("--no-backward", action="store_true", help="forward columns only")
+    p.add_argument(
+        "--scalars",
+        choices=("both", "constant", "dynamic"),
+        default="both",
+        help="int/float arguments traced as constants, as dynamic arguments of the traced "
+        "function, or both columns (default both)",
+    )
     p.add_argument("--out", default="reports/conformance.md", help="the Markdown report")
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     a = p.parse_args(argv)
 
-    from symshape.conformance import check_op, load_op_db, markdown, select, summary_line
+    from symshape.conformance import (
+        check_op,
+        columns_run,
+        load_op_db,
+        markdown,
+        select,
+        summary_line,
+    )
 
     torch.set_num_threads(a.threads)
     logging.getLogger("symshape").setLevel(logging.WARNING)
@@ -48,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for i, op in enumerate(ops):
         _progress(i, len(ops), op.name, t0, tty)
-        results.append(check_op(op, budget=a.budget, backward=not a.no_backward))
+        results.append(check_op(op, budget=a.budget, backward=not a.no_backward, scalars=a.scalars))
     _progress(len(ops), len(ops), "done", t0, tty)
     seconds = time.monotonic() - t0
     cmd = "python -m symshape.conformance " + " ".join(argv if argv is not None else sys.argv[1:])
@@ -57,8 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
         with open(a.out, "w") as f:
             f.write(markdown(results, header, seconds))
-    print(summary_line(results, "forward"))
-    print(summary_line(results, "backward"))
+    for column, _ in columns_run(results):
+        print(summary_line(results, column))
     print(f"{len(results)} OpInfos in {seconds:.0f} s" + (f"; report: {a.out}" if a.out else ""))
     return 0
 

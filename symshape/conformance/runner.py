@@ -1,4 +1,5 @@
-"""Checking one OpInfo against eager PyTorch, forward and backward.
+"""Checking one OpInfo against eager PyTorch, forward and backward, with its
+scalar arguments traced as constants and as dynamic arguments.
 
 For each OpInfo, its own sample generator gives float32 CPU inputs (float64
 ones with ``requires_grad`` for gradients, where the op supports them).
@@ -12,6 +13,16 @@ still accepts it). Every result is compared with eager's (``assert_close``, exac
 dtype and shape, NaNs equal); with gradients, ``torch.autograd.grad`` of both
 for the same random cotangents.
 
+Each OpInfo is checked twice. In the *constant* columns the int and float
+arguments are constants of the traced function, as above. In the *dynamic
+scalar* columns they are arguments of the traced function too (``fn(inp,
+*args, **kwargs)`` with every int and float leaf passed in, so that under
+``dynamic=True`` they are symbols), and samples that differ only in those
+values share one jit function: an op that needs a value specializes it with a
+guard, and another value retraces (which sizes are 1 and equal, and the scalar
+values themselves, are the structure a trace may specialize on). Samples with
+no int or float argument are the same in both, and are run once.
+
 Each column (forward, backward) of an OpInfo is classified, worst first:
 
 - ``wrong``: a value, dtype, shape or structure differs from eager's (a
@@ -24,8 +35,9 @@ Each column (forward, backward) of an OpInfo is classified, worst first:
 - ``recompiles``: all match, but a group needed more traces than it has
   distinct structures: which sizes are 1 (eager's broadcasting branches on
   it), which sizes are equal (eager code compares shapes: ``mask.shape !=
-  input.shape``), and the output's structure (``unbind`` returns one tensor
-  per element of a dimension);
+  input.shape``), the values of scalar arguments, each tensor's strides class
+  (the prologue checks it: ``layout_class``), and the output's structure
+  (``unbind`` returns one tensor per element of a dimension);
 - ``pass``; ``skipped``: no sample to compare (no float32 support, every
   sample rejected by eager, or no differentiable output).
 
@@ -57,10 +69,15 @@ import torch.utils._pytree as pytree
 import symshape
 from symshape.autograd import NoGradientRuleError
 from symshape.conformance._opdb import full_name
+from symshape.jit.layouts import dense_order, narrowed_dim
+from symshape.ops.fallback import recording as fallback_recording
+from symshape.trace.proxy import contiguous_strides
 
 STATUSES = ("pass", "recompiles", "unsupported", "crash", "wrong")
 # Bounds on the work per OpInfo column (a few OpInfos generate over a thousand samples):
-# at most MAX_GROUPS structures, evenly spread, and MAX_PER_GROUP samples of each.
+# at most MAX_GROUPS structures, evenly spread, and MAX_PER_GROUP samples of each
+# (in a dynamic-scalar column, whose groups join those that differ in scalar values
+# only, taken in turn from each set of values).
 MAX_GROUPS, MAX_PER_GROUP = 48, 8
 VALUES_UNDEFINED = frozenset(
     {"empty", "empty_like", "new_empty", "new_empty_strided", "empty_strided", "empty_permuted"}
@@ -100,6 +117,25 @@ class OpResult:
     differentiable: bool = False
     seconds: float = 0.0
     forward_dtype: torch.dtype | None = None  # float32 unless the op has no float32 kernel
+    # the same, with int and float arguments passed as dynamic arguments of the trace
+    dyn_forward: Column = field(default_factory=Column)
+    dyn_backward: Column = field(default_factory=Column)
+    scalars: str = "both"  # which of the two kinds of columns ran: see ``check_op``
+    fallback: list = field(default_factory=list)  # functions traced by the meta-kernel fallback
+
+
+# the result columns: (attribute, label), constant scalars then dynamic ones
+COLUMNS = (
+    ("forward", "forward"),
+    ("backward", "backward"),
+    ("dyn_forward", "forward, dynamic scalars"),
+    ("dyn_backward", "backward, dynamic scalars"),
+)
+
+
+def is_scalar(x) -> bool:
+    """An int or float argument: a symbol of the trace in the dynamic-scalar columns."""
+    return type(x) in (int, float)
 
 
 @dataclass
@@ -114,27 +150,73 @@ class Case:
     def tensor_pos(self) -> list[int]:
         return [i for i, x in enumerate(self.leaves) if isinstance(x, torch.Tensor)]
 
+    def input_pos(self, dynamic: bool) -> list[int]:
+        """The leaves the jit function takes: the tensors, and with ``dynamic`` the
+        int and float arguments too."""
+        return [
+            i
+            for i, x in enumerate(self.leaves)
+            if isinstance(x, torch.Tensor) or (dynamic and is_scalar(x))
+        ]
+
     def tensors(self) -> list[torch.Tensor]:
         return [self.leaves[i] for i in self.tensor_pos]
 
-    def key(self) -> tuple:
+    def has_scalars(self) -> bool:
+        return any(is_scalar(x) for x in self.leaves)
+
+    def inputs(self, dynamic: bool) -> list:
+        """Fresh copies of the tensors (and, with ``dynamic``, the scalars) to call with."""
+        return [
+            _clone(x) if isinstance(x, torch.Tensor) else x
+            for x in (self.leaves[i] for i in self.input_pos(dynamic))
+        ]
+
+    def key(self, dynamic: bool = False) -> tuple:
+        """What samples sharing one jit function have in common: the tree, the tensor
+        kinds and the other arguments (with ``dynamic``, only the type of an int or
+        float argument: its value is an input)."""
         parts = []
         for x in self.leaves:
             if isinstance(x, torch.Tensor):
                 parts.append(("T", x.dtype, x.dim(), x.requires_grad, x.layout))
+            elif dynamic and is_scalar(x):
+                parts.append((type(x).__name__,))
             else:
                 parts.append((type(x).__name__, repr(x)))
         return (str(self.spec), tuple(parts))
 
     def pattern(self) -> tuple:
         """The shape facts eager code may branch on without a bug in symshape: which
-        sizes are 1 (broadcasting), and which sizes equal which (``a.shape != b.shape``)."""
+        sizes are 1 (broadcasting), and which sizes equal which (``a.shape != b.shape``);
+        the values of scalar arguments; and each tensor's layout class (``layout_class``)."""
         sizes = [d for t in self.tensors() for d in t.shape]
         first = {}
         return (
             tuple(d == 1 for d in sizes),
             tuple(first.setdefault(d, len(first)) for d in sizes),
+            tuple(repr(x) for x in self.leaves if is_scalar(x)),
+            tuple(layout_class(t) for t in self.tensors()),
         )
+
+
+def layout_class(t: torch.Tensor) -> tuple:
+    """The strides class the jit's prologue checks (a trace serves one): contiguous,
+    dense in another dimension order (a transpose, a Fortran-order matrix), or a
+    slice along one dimension. Any other layout (strides of size-0 and size-1
+    dimensions unlike a contiguous tensor's) is traced with static sizes, so its
+    exact sizes and strides are its class."""
+    if t.layout != torch.strided:
+        return (str(t.layout),)
+    if t.is_contiguous() and t.stride() == contiguous_strides([max(n, 1) for n in t.shape]):
+        return ("contiguous",)
+    order = dense_order(t)
+    if order is not None:
+        return ("dense", order)
+    narrow = narrowed_dim(t)
+    if narrow is not None:
+        return ("slice", narrow[0])
+    return ("static", tuple(t.shape), t.stride())
 
 
 def _case(sample) -> Case:
@@ -142,14 +224,15 @@ def _case(sample) -> Case:
     return Case(leaves, spec, sample.output_process_fn_grad)
 
 
-def _wrapper(op_fn: Callable, case: Case) -> Callable:
-    """``f(*tensors)``: calls the op with the case's non-tensor arguments."""
+def _wrapper(op_fn: Callable, case: Case, dynamic: bool = False) -> Callable:
+    """``f(*inputs)``: calls the op with the case's other arguments (``inputs`` are
+    ``case.inputs(dynamic)``)."""
     consts = list(case.leaves)
-    pos = case.tensor_pos
+    pos = case.input_pos(dynamic)
 
-    def call_op(*tensors):
+    def call_op(*inputs):
         vals = list(consts)
-        for i, t in zip(pos, tensors):
+        for i, t in zip(pos, inputs):
             vals[i] = t
         inp, args, kwargs = pytree.tree_unflatten(vals, case.spec)
         return op_fn(inp, *args, **kwargs)
@@ -273,7 +356,10 @@ def classify(exc: BaseException) -> tuple[str, str]:
     if isinstance(exc, BudgetExceeded):
         return "crash", str(exc)
     if isinstance(exc, symshape.UnsupportedOpError):
-        return "unsupported", f"no rule for `{exc.op_name}`"
+        why = getattr(exc, "fallback_reason", "")  # why the meta-kernel fallback refused
+        return "unsupported", f"no rule for `{exc.op_name}`" + (
+            f" (fallback: {why})" if why else ""
+        )
     if isinstance(exc, _UNSUPPORTED):
         return "unsupported", f"{type(exc).__name__}: {msg}"
     if isinstance(exc, NotImplementedError) and _raised_by_symshape(exc):
@@ -326,7 +412,7 @@ def _grads(outs, case_tensors, gen_seed: int):
     leaves = [
         o for o in pytree.tree_leaves(outs) if isinstance(o, torch.Tensor) and o.requires_grad
     ]
-    wrt = [t for t in case_tensors if t.requires_grad]
+    wrt = [t for t in case_tensors if isinstance(t, torch.Tensor) and t.requires_grad]
     if not leaves or not wrt:
         return None
     gen = torch.Generator().manual_seed(gen_seed)
@@ -335,19 +421,24 @@ def _grads(outs, case_tensors, gen_seed: int):
     return [torch.zeros_like(x) if g is None else g for g, x in zip(gs, wrt)]
 
 
-def _run_group(op, cases: list[Case], col: Column, grad: bool, seed: int, deadline: float):
+def _run_group(op, cases: list[Case], grad: bool, seed: int, deadline: float, dynamic: bool):
+    """One jit function for ``cases`` (a group): the group's own ``Column``."""
+    col = Column()
     first = cases[0]
-    jf = symshape.jit(_wrapper(op.op, first), dynamic=True, cache_limit=64, name=full_name(op))
-    eager = _wrapper(op.op, first)
+    name = full_name(op)
+    jf = symshape.jit(_wrapper(op.op, first, dynamic), dynamic=True, cache_limit=64, name=name)
+    eager = _wrapper(op.op, first, dynamic)
     crop = _cropped(first)
-    values = full_name(op).split(".")[0] not in VALUES_UNDEFINED
+    values = name.split(".")[0] not in VALUES_UNDEFINED
     patterns = set()
     for n, case in enumerate([*cases, *([crop] if crop is not None else [])]):
         if time.monotonic() > deadline:
             col.note("crash", "BudgetExceeded: time budget spent before every sample ran")
-            return
+            return col
         where = f"sample {n} {[tuple(t.shape) for t in case.tensors()]}"
-        te = [_clone(t) for t in case.tensors()]
+        if dynamic:
+            where += f" scalars {[x for x in case.leaves if is_scalar(x)]}"
+        te = case.inputs(dynamic)
         try:
             torch.manual_seed(seed)
             want = eager(*te)
@@ -357,7 +448,7 @@ def _run_group(op, cases: list[Case], col: Column, grad: bool, seed: int, deadli
         except Exception:
             col.rejected += 1
             continue
-        tj = [_clone(t) for t in case.tensors()]
+        tj = case.inputs(dynamic)
         try:
             torch.manual_seed(seed)
             got = jf(*tj)
@@ -374,22 +465,46 @@ def _run_group(op, cases: list[Case], col: Column, grad: bool, seed: int, deadli
             raise
         except Exception as e:
             col.note(*classify(e))
-            return
+            return col
         if grad and want_g is None:
             continue  # no differentiable output in this sample: nothing to compare
         col.samples += 1
         patterns.add((case.pattern(), str(pytree.tree_structure(want))))
-    n_traces = len(jf.traces())
-    col.traces += n_traces
-    if jf.stats.eager_calls or n_traces > max(len(patterns), 1):
+    # a trace split at a read of tensor data continues with one trace per value read
+    # (``allclose``'s bool): those continuations are the data's, not recompiles
+    col.traces = len(jf.traces()) - getattr(jf.stats, "continuations", 0)
+    if jf.stats.eager_calls or col.traces > max(len(patterns), 1):
         reasons = "; ".join(dict.fromkeys(jf.stats.recompile_reasons))
-        col.note("recompiles", f"{n_traces} traces for {len(patterns)} structures: {reasons}")
+        col.note("recompiles", f"{col.traces} traces for {len(patterns)} structures: {reasons}")
     elif col.samples:
         col.note("pass", "")
+    return col
 
 
-def _run_column(op, dtype, grad: bool, seed: int, deadline: float) -> Column:
+def _interleaved(cases: list[Case]) -> list[Case]:
+    """The cases, one of each set of scalar values in turn (so that a group's first
+    samples try different values)."""
+    by: dict[tuple, list[Case]] = {}
+    for c in cases:
+        by.setdefault(c.key(), []).append(c)
+    rounds = max((len(v) for v in by.values()), default=0)
+    return [v[k] for k in range(rounds) for v in by.values() if k < len(v)]
+
+
+def _merge(col: Column, part: Column) -> None:
+    col.note(part.status, part.reason)
+    col.samples += part.samples
+    col.rejected += part.rejected
+    col.traces += part.traces
+
+
+def _run_column(
+    op, dtype, grad: bool, seed: int, deadline: float, dynamic: bool = False, done=None
+) -> Column:
+    """One column. ``done`` maps the key of a group without scalar arguments to its
+    outcome, shared by the constant and dynamic-scalar runs of the same samples."""
     col = Column()
+    done = {} if done is None else done
     try:
         cases = _samples(op, dtype, grad, seed)
     except Exception as e:
@@ -397,13 +512,20 @@ def _run_column(op, dtype, grad: bool, seed: int, deadline: float) -> Column:
         return col
     groups: dict[tuple, list[Case]] = {}
     for c in cases:
-        groups.setdefault(c.key(), []).append(c)
+        groups.setdefault(c.key(dynamic), []).append(c)
     col.groups = len(groups)
-    chosen = list(groups.values())
+    chosen = list(groups.items())
     if len(chosen) > MAX_GROUPS:  # an even spread, the same on every run
         chosen = [chosen[i * len(chosen) // MAX_GROUPS] for i in range(MAX_GROUPS)]
-    for i, cs in enumerate(chosen):
-        _run_group(op, cs[:MAX_PER_GROUP], col, grad, seed + 7 * i, deadline)
+    for i, (key, cs) in enumerate(chosen):
+        reuse = not cs[0].has_scalars()
+        part = done.get((grad, key)) if reuse else None
+        if part is None:
+            cs = (_interleaved(cs) if dynamic else cs)[:MAX_PER_GROUP]
+            part = _run_group(op, cs, grad, seed + 7 * i, deadline, dynamic)
+            if reuse:
+                done[(grad, key)] = part
+        _merge(col, part)
     if col.status == "skipped" and not col.reason:
         col.reason = (
             "eager rejects every sample"
@@ -438,30 +560,49 @@ def grad_dtype(op) -> torch.dtype | None:
     return None
 
 
-def check_op(op, budget: float = 30.0, backward: bool = True) -> OpResult:
+def check_op(op, budget: float = 30.0, backward: bool = True, scalars: str = "both") -> OpResult:
+    """``_check_op``, noting the functions the OpInfo traced through the generic
+    meta-kernel fallback (``symshape/ops/fallback.py``): they have no rule."""
+    with fallback_recording() as used:
+        res = _check_op(op, budget, backward, scalars)
+    res.fallback = sorted(used)
+    return res
+
+
+def _check_op(op, budget: float, backward: bool, scalars: str) -> OpResult:
     """Run and classify one OpInfo (forward in ``forward_dtype``, backward in
-    ``grad_dtype``)."""
+    ``grad_dtype``), with scalar arguments as constants, as dynamic arguments, or
+    ``"both"`` (each with its own time ``budget``)."""
+    if scalars not in ("both", "constant", "dynamic"):
+        raise ValueError(f"scalars must be 'both', 'constant' or 'dynamic', not {scalars!r}")
     name = full_name(op)
-    res = OpResult(name, differentiable=bool(op.supports_autograd))
+    res = OpResult(name, differentiable=bool(op.supports_autograd), scalars=scalars)
     seed = zlib.crc32(name.encode()) % (1 << 30)
     t0 = time.monotonic()
-    deadline = t0 + budget
-    with warnings.catch_warnings(), hard_limit(budget * 2):
-        warnings.simplefilter("ignore")
-        try:
-            fwd = forward_dtype(op)
-            if fwd is not None:
-                res.forward = _run_column(op, fwd, False, seed, deadline)
-                res.forward_dtype = fwd
-            else:
-                res.forward.reason = "no CPU support in float32, int64, bool, complex64 or int32"
-            dt = grad_dtype(op) if backward else None
-            if dt is not None and res.forward.status != "skipped":
-                res.backward = _run_column(op, dt, True, seed, deadline)
-            elif op.supports_autograd:
-                res.backward.reason = "no forward sample" if backward else "not run"
-        except BudgetExceeded as e:
-            col = res.backward if res.forward.status != "skipped" else res.forward
-            col.note("crash", str(e))
+    done: dict = {}
+    modes = {"both": (False, True), "constant": (False,), "dynamic": (True,)}[scalars]
+    for dynamic in modes:
+        fwd_attr, bwd_attr = ("dyn_forward", "dyn_backward") if dynamic else ("forward", "backward")
+        deadline = time.monotonic() + budget
+        with warnings.catch_warnings(), hard_limit(budget * 2):
+            warnings.simplefilter("ignore")
+            try:
+                fwd = forward_dtype(op)
+                if fwd is not None:
+                    col = _run_column(op, fwd, False, seed, deadline, dynamic, done)
+                    setattr(res, fwd_attr, col)
+                    res.forward_dtype = fwd
+                else:
+                    getattr(
+                        res, fwd_attr
+                    ).reason = "no CPU support in float32, int64, bool, complex64 or int32"
+                dt = grad_dtype(op) if backward else None
+                if dt is not None and getattr(res, fwd_attr).status != "skipped":
+                    setattr(res, bwd_attr, _run_column(op, dt, True, seed, deadline, dynamic, done))
+                elif op.supports_autograd:
+                    getattr(res, bwd_attr).reason = "no forward sample" if backward else "not run"
+            except BudgetExceeded as e:
+                skipped = getattr(res, fwd_attr).status == "skipped"
+                getattr(res, fwd_attr if skipped else bwd_attr).note("crash", str(e))
     res.seconds = time.monotonic() - t0
     return res

@@ -42,5 +42,6 @@ for _name in ("matmul", "mm", "bmm", "linear", "addmm", "baddbmm", "layer_norm",
     if _name in BY_NAME:
         BY_NAME[_name].layout_exact = True
 importlib.import_module("symshape.ops.out_args").install()
+importlib.import_module("symshape.ops.fallback").install()  # ops with no rule
 
 __all__ = ["BY_NAME", "FAMILIES", "GRADIENTS", "OpDef", "lookup", "register", "supported_ops"]

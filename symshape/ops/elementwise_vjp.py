@@ -182,7 +182,8 @@ def _present(*names: str) -> list[str]:
 
 
 def _scaled(g, alpha):
-    return g if alpha == 1 else g * alpha
+    # a symbolic alpha multiplies at run time (deciding alpha == 1 would specialize it)
+    return g if type(alpha) in (int, float) and alpha == 1 else g * alpha
 
 
 @vjp("add")

@@ -20,7 +20,14 @@ import sys
 import torch
 
 from symshape.ir import TensorMeta
-from symshape.ops._helpers import check_nonnegative, generator_kw, is_tensor, require, sym_tuple
+from symshape.ops._helpers import (
+    check_nonnegative,
+    concrete,
+    generator_kw,
+    is_tensor,
+    require,
+    sym_tuple,
+)
 from symshape.ops.casts import device_arg, format_strides
 from symshape.ops.inplace import update
 from symshape.ops.registry import register, tensor_method
@@ -251,16 +258,6 @@ def _rational(ctx, v):
     return None
 
 
-def _concrete(ctx, v):
-    if isinstance(v, torch.SymInt):
-        return ctx.concrete_int(ctx.sym(v))
-    if isinstance(v, torch.SymFloat):
-        return ctx.concrete_float(ctx._node(v))
-    if isinstance(v, torch.SymBool):
-        return ctx.bool_as_int(ctx._node(v).value)
-    return v
-
-
 def _trunc(ctx, v):
     """int64 arange truncates float bounds toward zero."""
     if isinstance(v, float):
@@ -281,11 +278,27 @@ def _arange_length(ctx, start, end, step, dtype):
     # rational result for dyadic values below 2**53 (see symshape/trace/symfloat.py)
     rs = [_rational(ctx, v) for v in args]
     if any(r is None for r in rs):
-        return _arange_length(ctx, *(_concrete(ctx, v) for v in args), dtype)
+        return _arange_length(ctx, *(concrete(ctx, v, "arange's bounds") for v in args), dtype)
     (sn, sd), (en, ed), (tn, td) = rs
     # (en/ed - sn/sd) / (tn/td) = (en*sd - sn*ed) * td / (ed*sd*tn)
     num = E.mul(E.sub(E.mul(en, sd), E.mul(sn, ed)), td)
     return _int_length(ctx, 0, num, E.mul(ed * sd, tn) if type(tn) is int else E.mul(tn, ed * sd))
+
+
+def _bound(ctx, v):
+    if not is_tensor(v):
+        return v
+    m = ctx.meta(v)
+    if m.ndim != 0:
+        return ctx.data_dependent_op("arange(<tensor bound>)")
+    known = ctx.int_values.get(id(getattr(v, "_ss_var", None)))
+    if known is not None:
+        return ctx.symint(known)
+    from symshape.ops._compose import traced
+
+    if m.dtype.is_floating_point:
+        return traced(ctx, lambda: float(v))
+    return traced(ctx, lambda: v.item())
 
 
 @register("arange", "torch.arange")
@@ -296,9 +309,10 @@ def arange(ctx, op, start=None, end=None, step=1, **options):
         start = 0
     if end is None:
         raise TypeError("arange() missing required argument 'end'")
-    for v in (start, end, step):
-        if is_tensor(v):
-            return ctx.data_dependent_op("arange(<tensor bound>)")
+    if any(is_tensor(v) for v in (start, end, step)):
+        # eager reads a 0-d tensor bound's value: an int is traced as `.item()` (an
+        # unbacked size, or the size expression it holds), a float as float(t)
+        start, end, step = (_bound(ctx, v) for v in (start, end, step))
     floats = any(_is_float(v) for v in (start, end, step))
     dtype, device, rg, _, kw = _options(
         op, options, torch.get_default_dtype() if floats else torch.int64, _default_device()

@@ -125,7 +125,10 @@ for _name in TRANSFORMS:
 
 
 def _shifts(x, dim, sign):
-    dims = list(range(x.dim())) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    if dim is None:
+        dims = list(range(x.dim()))
+    else:
+        dims = [dim] if isinstance(dim, (int, torch.SymInt)) else list(dim)
     if sign > 0:  # fftshift: by n // 2
         return [x.shape[d] // 2 for d in dims], dims
     return [(x.shape[d] + 1) // 2 for d in dims], dims  # ifftshift: by ceil(n / 2)

@@ -35,6 +35,12 @@ def _fit(g, d: int, size):
     return torch.cat([kept, kept.new_zeros(pad)], d)
 
 
+def _plan(ctx, name: str, ndim: int, s, dim):
+    """``plan``'s dims and signal sizes, the sizes as user code sees them (SymInts)."""
+    dims, sizes = plan(ctx, name, ndim, s, dim)
+    return dims, [None if n is None else ctx.symint(n) for n in sizes]
+
+
 def _fit_back(g, input, dims, sizes, last_resized=None):
     """Undo the forward's resizing of each dim that had a signal size."""
     for i, (d, n) in enumerate(zip(dims, sizes)):
@@ -48,7 +54,7 @@ def _c2c(name: str):
 
     def rule(ctx, grads, outs, input, *args, **kwargs):
         s, dim, norm = call_args(name, args, kwargs)
-        dims, sizes = plan(ctx, name, input.dim(), s, dim)
+        dims, sizes = _plan(ctx, name, input.dim(), s, dim)
         g = inverse(grads[0], dim=dims, norm=_DUAL[norm])
         g = _fit_back(g, input, dims, sizes)
         return {0: g if input.is_complex() else g.real}
@@ -61,7 +67,7 @@ def _r2c(name: str):
 
     def rule(ctx, grads, outs, input, *args, **kwargs):
         s, dim, norm = call_args(name, args, kwargs)
-        dims, sizes = plan(ctx, name, input.dim(), s, dim)
+        dims, sizes = _plan(ctx, name, input.dim(), s, dim)
         g = grads[0].conj() if conj else grads[0]
         d = dims[-1]
         n = sizes[-1] if sizes[-1] is not None else input.shape[d]
@@ -77,7 +83,7 @@ def _c2r(name: str):
 
     def rule(ctx, grads, outs, input, *args, **kwargs):
         s, dim, norm = call_args(name, args, kwargs)
-        dims, sizes = plan(ctx, name, input.dim(), s, dim)
+        dims, sizes = _plan(ctx, name, input.dim(), s, dim)
         g = torch.fft.rfftn(grads[0], dim=dims, norm=(norm or "backward") if conj else _DUAL[norm])
         d = dims[-1]
         full, half = grads[0].shape[d], g.shape[d]

@@ -452,6 +452,50 @@ def embedding(ctx, op, weight, indices, padding_idx=-1, scale_grad_by_freq=False
     return ctx.emit(op, args, {}, out(ctx, (*i.shape, w.shape[1]), w.dtype, weight))
 
 
+def renorm_in_place(ctx, what: str, weight, input, max_norm, norm_type):
+    """F.embedding's ``_no_grad_embedding_renorm_`` recorded; the indices, contiguous.
+    Refused where the weight needs gradients: the backward cannot follow the write."""
+    from symshape.ops._compose import traced
+
+    if torch.is_grad_enabled() and ctx.meta(weight).requires_grad:
+        raise TracingError(
+            f"{what}(max_norm=...) renormalizes the weight in place, and the weight needs "
+            "gradients here; symshape's backward does not follow in-place writes. Fix: use "
+            "max_norm=None, or renormalize the weight outside the jit-compiled function "
+            "(torch.embedding_renorm_ under torch.no_grad())."
+        )
+    return traced(ctx, _no_grad_renorm, weight, input, max_norm, norm_type)
+
+
+def _no_grad_renorm(weight, input, max_norm, norm_type):
+    input = input.contiguous()
+    with torch.no_grad():
+        torch.embedding_renorm_(weight, input, max_norm, norm_type)
+    return input
+
+
+@register("embedding_renorm_", "torch.embedding_renorm_", effect=True)
+def embedding_renorm_(ctx, op, input, indices, max_norm, norm_type):
+    """Rows of ``input`` that ``indices`` names scaled in place to norm ``max_norm``
+    at most (a run-time write: no gradient flows through it, as in eager)."""
+    from symshape.ops.inplace import update
+
+    m, i = ctx.meta(input), ctx.meta(indices)
+    if m.ndim != 2:
+        raise RuntimeError(f"embedding_renorm_: expected 2-D weight, got {m.ndim}-D")
+    if i.dtype not in (torch.int32, torch.int64):
+        raise RuntimeError(
+            "Expected tensor for argument #2 'indices' to have one of the following scalar "
+            f"types: Long, Int; but got {i.dtype} instead (while checking arguments for "
+            "embedding_renorm_)"
+        )
+    if torch.is_grad_enabled() and m.requires_grad:
+        raise RuntimeError(
+            "a leaf Variable that requires grad is being used in an in-place operation."
+        )
+    return update(ctx, op, (input, indices, max_norm, norm_type))
+
+
 @functional(F.embedding, "embedding")
 def _f_embedding(
     ctx,
@@ -476,12 +520,8 @@ def _f_embedding(
         if type(p) is int and p < 0:
             expect(ctx, L.ge(p, -rows), bad)
             padding_idx = ctx.symint(E.add(rows, p))
-    if max_norm is not None:
-        raise TracingError(
-            "F.embedding(max_norm=...) renormalizes the weight in place, which symshape does "
-            "not trace. Fix: use max_norm=None, or renormalize the weight outside the "
-            "jit-compiled function (torch.embedding_renorm_)."
-        )
+    if max_norm is not None:  # as eager: the rows looked up are renormalized in place first
+        input = renorm_in_place(ctx, "F.embedding", weight, input, max_norm, norm_type)
     args = (weight, input, padding_idx, scale_grad_by_freq, sparse)
     return embedding.rule(ctx, embedding, *args)
 

@@ -16,17 +16,25 @@ a triplet loss with a user's distance function) runs its own body on proxies
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 
 import torch
 import torch.nn.functional as F
 
-from symshape.ops._compose import python_body
-from symshape.ops._helpers import broadcast_shapes, norm_dim, result_type
+from symshape.ops._compose import composite, python_body
+from symshape.ops._helpers import (
+    broadcast_shapes,
+    check_nonnegative,
+    norm_dim,
+    numel,
+    require,
+    result_type,
+)
 from symshape.ops.decompositions import without_grad
 from symshape.ops.nn import expect, show
 from symshape.ops.pooling import _window_checks, window_count
-from symshape.ops.registry import register
+from symshape.ops.registry import BY_NAME, register
 from symshape.sym import expr as E
 from symshape.sym import logic as L
 
@@ -136,8 +144,40 @@ LOSSES = {
 }
 
 for _n, _shape_of in LOSSES.items():
-    _fn = getattr(F, _n)
-    register(_n, f"torch.nn.functional.{_n}", tags={"loss"})(f_node(_fn, _shape_of))
+    if _n != "linear_cross_entropy":
+        _fn = getattr(F, _n)
+        register(_n, f"torch.nn.functional.{_n}", tags={"loss"})(f_node(_fn, _shape_of))
+
+
+_LINEAR_CE = f_node(F.linear_cross_entropy, _linear_ce)
+
+
+def _linear_ce_with(ctx, args, kwargs, fields: dict):
+    """The node of ``linear_cross_entropy_options``: the options as their fields."""
+    node = _LINEAR_CE(ctx, BY_NAME["linear_cross_entropy"], *args, **kwargs)  # shape, dtype
+    ctx.nodes.pop()
+    with_options = BY_NAME["linear_cross_entropy_options"]
+    return ctx.emit(with_options, args, {**kwargs, "options": fields}, ctx.meta(node))
+
+
+@register(
+    "linear_cross_entropy_options",
+    "symshape.ops.runtime.linear_cross_entropy_with_options",
+    tags={"loss"},
+)
+def linear_cross_entropy_options(ctx, op, *args, options, **kwargs):
+    """F.linear_cross_entropy with a ``LinearCrossEntropyOptions`` given as the dict of
+    its fields (a trace holds plain values, not the dataclass)."""
+    return _linear_ce_with(ctx, args, kwargs, dict(options))
+
+
+@register("linear_cross_entropy", "torch.nn.functional.linear_cross_entropy", tags={"loss"})
+def linear_cross_entropy(ctx, op, *args, options=None, **kwargs):
+    """One node; with ``options`` (how it chunks), ``linear_cross_entropy_options``'s."""
+    if options is None:
+        return _LINEAR_CE(ctx, op, *args, **kwargs)
+    fields = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}
+    return _linear_ce_with(ctx, args, kwargs, fields)
 
 
 # -- composites run as their own Python bodies -----------------------------------------------------
@@ -227,10 +267,52 @@ def adaptive_max_pool3d(ctx, op, input, output_size):
 
 
 for _n in ("max_pool3d_with_indices", "_max_pool3d", "adaptive_max_pool3d_with_indices",
-           "_adaptive_max_pool3d", "adaptive_avg_pool3d", "fractional_max_pool2d_with_indices",
-           "_fractional_max_pool2d", "fractional_max_pool3d_with_indices",
-           "_fractional_max_pool3d"):  # fmt: skip
+           "_adaptive_max_pool3d", "adaptive_avg_pool3d"):  # fmt: skip
     register(f"F_{_n}", f"torch.nn.functional.{_n}")(python_body(getattr(F, _n)))
+
+
+def _fractional_body(n: int):
+    """F.fractional_max_pool{n}d_with_indices, with ``output_ratio``'s sizes
+    ``trunc(size * ratio)`` kept symbolic (``torch.sym_int``; F's own ``int()``
+    would specialize each size to its value in this input)."""
+    kernel = (torch._C._nn.fractional_max_pool2d, torch._C._nn.fractional_max_pool3d)[n - 2]
+    name = f"fractional_max_pool{n}d"
+
+    def body(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+             _random_samples=None):  # fmt: skip
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
+        if output_size is None:
+            if n == 2 and len(output_ratio) > 2:
+                raise ValueError(
+                    f"{name} requires output_ratio to either be a single Int or tuple of Ints."
+                )
+            # F's _pair / _triple: a sequence as it is, a number repeated
+            ratios = (
+                tuple(output_ratio)
+                if isinstance(output_ratio, (tuple, list))
+                else (output_ratio,) * n
+            )
+            output_size = [torch.sym_int(input.size(i - n) * ratios[i]) for i in range(n)]
+        if _random_samples is None:
+            n_batch = 1 if input.dim() == n + 1 else input.size(0)
+            _random_samples = torch.rand(
+                n_batch, input.size(-n - 1), n, dtype=input.dtype, device=input.device
+            )
+        return kernel(input, kernel_size, output_size, _random_samples)
+
+    return body
+
+
+for _k in (2, 3):
+    _body = _fractional_body(_k)
+    register(
+        f"F_fractional_max_pool{_k}d_with_indices",
+        f"torch.nn.functional.fractional_max_pool{_k}d_with_indices",
+    )(composite(_body))
+    register(f"F__fractional_max_pool{_k}d", f"torch.nn.functional._fractional_max_pool{_k}d")(
+        composite(lambda *a, _body=_body, **k: _body(*a, **k)[0])
+    )
 
 
 def _dispatched(name: str, with_indices: str, plain: str, flag_index: int):
@@ -319,11 +401,6 @@ for _n in ("grid_sampler", "grid_sampler_2d", "grid_sampler_3d"):
 
 
 def _embedding_bag(ctx, b):
-    if b["max_norm"] is not None:
-        raise NotImplementedError(
-            "F.embedding_bag(max_norm=...) renormalizes the weight in place, which symshape does "
-            "not trace; use max_norm=None"
-        )
     i, w = ctx.meta(b["input"]), ctx.meta(b["weight"])
     if i.ndim == 2:
         bags = i.shape[0]
@@ -334,9 +411,43 @@ def _embedding_bag(ctx, b):
     return (bags, w.shape[1])
 
 
-register("embedding_bag", "torch.nn.functional.embedding_bag")(
-    f_node(F.embedding_bag, _embedding_bag)
-)
+_EMBEDDING_BAG = f_node(F.embedding_bag, _embedding_bag)
+_EMBEDDING_BAG_SIG = inspect.signature(F.embedding_bag)
+
+
+def _renorms(ctx, b) -> bool:
+    """Does eager's F.embedding_bag reach its in-place renormalization? Only past
+    its argument checks (which fail at run time, as in eager, before any write)."""
+    i, w, off, psw = b["input"], b["weight"], b["offsets"], b["per_sample_weights"]
+    im = ctx.meta(i)
+    if ctx.meta(w).ndim != 2 or im.ndim not in (1, 2):
+        return False
+    if (im.ndim == 2) != (off is None) or (off is not None and ctx.meta(off).ndim != 1):
+        return False
+    if psw is not None:
+        pm = ctx.meta(psw)
+        if pm.ndim != im.ndim or not all(ctx.same(a, c) for a, c in zip(pm.shape, im.shape)):
+            return False
+    if b["mode"] == "max":
+        return not (b["scale_grad_by_freq"] or b["sparse"])
+    return b["mode"] in ("sum", "mean")
+
+
+@register("embedding_bag", "torch.nn.functional.embedding_bag")
+def embedding_bag(ctx, op, *args, **kwargs):
+    """One node; with ``max_norm``, the rows looked up are first renormalized in
+    place, as eager does (then the node needs no ``max_norm``)."""
+    bound = _EMBEDDING_BAG_SIG.bind(*args, **kwargs)
+    bound.apply_defaults()
+    b = bound.arguments
+    if b["max_norm"] is not None and _renorms(ctx, b):
+        from symshape.ops.nn import renorm_in_place
+
+        w, i, mn, p = b["weight"], b["input"], b["max_norm"], b["norm_type"]
+        renorm_in_place(ctx, "F.embedding_bag", w, i, mn, p)
+        b["max_norm"] = None
+        args, kwargs = bound.args, bound.kwargs
+    return _EMBEDDING_BAG(ctx, op, *args, **kwargs)
 
 
 # -- elementwise and normalization kernels ---------------------------------------------------------
@@ -462,12 +573,18 @@ def aten_upsample_bilinear2d_aa(ctx, op, input, output_size=None, align_corners=
     return ctx.emit(op, (input, output_size, align_corners, *args), kwargs, out)
 
 
-def _scaled(ctx, size, factor: float):
-    """floor(size * factor) as eager computes it in floating point: exact for a static
-    size; a dynamic one is specialized to the value seen (a guard)."""
+def _scaled(ctx, size, factor):
+    """floor(size * factor) as eager computes it in doubles: a symbolic size times a
+    dyadic factor (0.5, 1.75) stays symbolic, ``(size * p) // q`` while exact (below
+    2**53, a guard); other factors specialize the size (a guard)."""
     import math
 
-    return math.floor(ctx.concrete_int(size) * float(factor))
+    if type(size) is int and isinstance(factor, (int, float)):
+        return math.floor(size * float(factor))
+    product = ctx.symint(size) * factor
+    if isinstance(product, (int, float)):
+        return math.floor(product)
+    return ctx.round_ratio(ctx._node(product), "floor")
 
 
 # -- spectrograms ------------------------------------------------------------------------------------
@@ -479,12 +596,34 @@ def stft_builtin(ctx, op, input, n_fft, hop_length=None, win_length=None, window
     m = ctx.meta(input)
     if m.ndim not in (1, 2):
         raise RuntimeError(f"stft: expected a 1D or 2D tensor, but got {m.ndim}D")
-    hop = hop_length if hop_length is not None else n_fft // 4
+    n = ctx.sym(n_fft)
+    hop = ctx.sym(hop_length) if hop_length is not None else E.floordiv(n, 4)
     length = m.shape[-1]
-    frames = E.add(E.floordiv(E.sub(length, n_fft), hop), 1)
+    require(
+        ctx,
+        L.and_(L.gt(n, 0), L.le(n, length)),
+        lambda: RuntimeError(
+            f"stft: expected 0 < n_fft <= {show(ctx, length)}, but got n_fft={show(ctx, n)}"
+        ),
+    )
+    require(
+        ctx,
+        L.gt(hop, 0),
+        lambda: RuntimeError(f"stft: expected hop_length > 0, but got hop_length={show(ctx, hop)}"),
+    )
+    if win_length is not None:
+        win = ctx.sym(win_length)
+        require(
+            ctx,
+            L.and_(L.gt(win, 0), L.le(win, n)),
+            lambda: RuntimeError(
+                f"stft: expected 0 < win_length <= n_fft, but got win_length={show(ctx, win)}"
+            ),
+        )
+    frames = E.add(E.floordiv(E.sub(length, n), hop), 1)
     complex_in = m.dtype.is_complex or (window is not None and ctx.meta(window).dtype.is_complex)
     one = onesided if onesided is not None else not complex_in
-    freqs = n_fft // 2 + 1 if one else n_fft
+    freqs = E.add(E.floordiv(n, 2), 1) if one else n
     cdtype = (
         m.dtype
         if m.dtype.is_complex
@@ -501,3 +640,73 @@ def stft_builtin(ctx, op, input, n_fft, hop_length=None, win_length=None, window
 
 
 register("stft", "torch.stft")(python_body(torch.stft))
+
+
+@register("istft", "torch.istft", torch.Tensor.istft)
+def istft(ctx, op, input, n_fft, hop_length=None, win_length=None, window=None, center=True,
+          normalized=False, onesided=None, length=None, return_complex=False):  # fmt: skip
+    """ATen's istft: the overlap-add of ``n_frames`` frames, ``n_fft + hop * (n_frames -
+    1)`` samples, less ``n_fft // 2`` at each end when ``center``, or ``length`` of
+    them. (Its check that the window's overlap-add has no zero reads the data: the
+    kernel makes it when the trace runs.)"""
+    m = ctx.meta(input)
+    if not m.dtype.is_complex:
+        raise RuntimeError(
+            "istft requires a complex-valued input tensor matching the output from stft with "
+            "return_complex=True."
+        )
+    if m.ndim not in (2, 3):
+        raise RuntimeError(
+            f"Expected a tensor with 2 or 3 dimensions of complex dtype, but got {m.ndim}"
+        )
+    n = ctx.sym(n_fft)
+    hop = ctx.sym(hop_length) if hop_length is not None else E.floordiv(n, 4)
+    win = ctx.sym(win_length) if win_length is not None else n
+    fft_size, frames = m.shape[-2], m.shape[-1]
+    require(
+        ctx, L.gt(numel(m.shape), 0), lambda: RuntimeError("istft input tensor cannot be empty")
+    )
+    one = onesided if onesided is not None else not ctx.same(fft_size, n)
+    bins = E.add(E.floordiv(n, 2), 1) if one else n
+    require(
+        ctx,
+        L.eq(bins, fft_size),
+        lambda: RuntimeError(
+            f"istft expected the frequency dimension (3rd to the last) of the input tensor to "
+            f"match n_fft{' / 2 + 1' if one else ''} when onesided={one}, but got "
+            f"{show(ctx, fft_size)}"
+        ),
+    )
+    require(
+        ctx,
+        L.and_(L.gt(hop, 0), L.le(hop, win)),
+        lambda: RuntimeError("istft expected 0 < hop_length <= win_length"),
+    )
+    require(
+        ctx,
+        L.and_(L.gt(win, 0), L.le(win, n)),
+        lambda: RuntimeError("istft expected 0 < win_length <= n_fft"),
+    )
+    if window is not None:
+        w = ctx.meta(window)
+        if w.ndim != 1:
+            raise RuntimeError(f"Invalid window shape. window has to be 1D, but got {w.ndim}D")
+        require(
+            ctx,
+            L.eq(w.shape[0], win),
+            lambda: RuntimeError(
+                "Invalid window shape. window has to be 1D and length of `win_length`"
+            ),
+        )
+    if length is not None:
+        size = ctx.sym(length)
+        check_nonnegative(ctx, (size,))
+    else:
+        size = E.add(n, E.mul(hop, E.sub(frames, 1)))
+        if center:
+            size = E.sub(size, E.mul(2, E.floordiv(n, 2)))
+    dtype = m.dtype if return_complex else m.dtype.to_real()
+    out = _meta(ctx, (*m.shape[:-2], size), dtype, input)
+    args = (input, n_fft, hop_length, win_length, window, center, normalized, onesided, length,
+            return_complex)  # fmt: skip
+    return ctx.emit(op, args, {}, out)

@@ -7,6 +7,10 @@ They label a range of the profile and change no value, so the trace drops
 them: nothing is recorded, and a profile of a jit-compiled call shows the
 trace's ops without the label. ``__enter__`` gets a stand-in handle that
 only ``_record_function_exit`` accepts.
+
+One label is refused: ``DistributedDataParallel.forward`` prepares the gradient
+all-reduce in Python on every call, which a trace would do once
+(``symshape/jit/ddp.py`` compiles a DDP module the sound way).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import torch
 
 from symshape.ops.registry import OpDef, define
+from symshape.trace.errors import TracingError
 
 
 class DroppedRecord:
@@ -27,7 +32,20 @@ class DroppedRecord:
 
 
 def _enter(ctx, op, name, args=None):
+    if name == _DDP_FORWARD:
+        where = ctx._where()
+        raise TracingError(
+            "DistributedDataParallel's forward is called from traced code"
+            + (f" (at {where.describe()})" if where else "")
+            + ": its gradient all-reduce is prepared in Python on every call, which a "
+            "trace would do once, while tracing, so later backwards would not synchronize. "
+            "Fix: compile the DDP module itself (symshape.jit(ddp), which runs DDP's forward "
+            "around the traced module) or wrap the compiled model (DDP(symshape.jit(model)))."
+        )
     return DroppedRecord(name)
+
+
+_DDP_FORWARD = "DistributedDataParallel.forward"  # the label DDP.forward opens
 
 
 def _exit(ctx, op, record=None, *, handle=None):

@@ -22,6 +22,7 @@ import math
 
 import torch
 
+from symshape.ops._helpers import concrete
 from symshape.ops.grad import aten, nondifferentiable, vjp
 from symshape.sym import logic as L
 
@@ -260,6 +261,7 @@ nondifferentiable("argmax", "argmin", "any", "all", "count_nonzero", "is_all_tru
 
 def _var_grad(ctx, g, x, dim, correction, keepdim):
     """``var_backward``: ``2 / (n - correction) * g * (x - mean)``."""
+    correction = concrete(ctx, correction, "the correction of var and std")
     if dim is None or _ndim(ctx, x) == 0:  # a full reduction: eager checks the dof
         n = _count(x, range(_ndim(ctx, x)))
         centered = x - x.mean()

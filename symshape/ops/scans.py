@@ -17,7 +17,14 @@ from __future__ import annotations
 import torch
 
 from symshape.ops._compose import composite
-from symshape.ops._helpers import broadcast_shapes, is_tensor, norm_dim, norm_dims, reduced_shape
+from symshape.ops._helpers import (
+    broadcast_shapes,
+    concrete,
+    is_tensor,
+    norm_dim,
+    norm_dims,
+    reduced_shape,
+)
 from symshape.ops.registry import register, tensor_method
 from symshape.ops.views import decide, show
 from symshape.sym import expr as E
@@ -250,6 +257,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 def gradient(ctx, op, input, *, spacing=1, dim=None, edge_order=1):
     m = ctx.meta(input)
     dims = norm_dims(dim, m.ndim) if dim is not None else tuple(range(m.ndim))
+    edge_order = concrete(ctx, edge_order, "torch.gradient's edge_order")
     for d in dims:
         if not decide(ctx, L.ge(m.shape[d], edge_order + 1)):
             raise RuntimeError(

@@ -212,9 +212,7 @@ def _triangle_indices(ctx, op, fn, row, col, offset, options):
     # the count of (i, j) with j - i <= offset (tril) is piecewise in (row, col, offset):
     # symbolic arguments are specialized, each with a guard, and eager's own size
     # computation on the meta device gives it
-    from symshape.ops.factories import _concrete
-
-    row, col, offset = (_concrete(ctx, v) for v in (row, col, offset))
+    row, col, offset = (concrete(ctx, v, f"{op.name}'s sizes") for v in (row, col, offset))
     dtype, device, rg, _, kw = _options(
         op, options, torch.int64, _default_device(), ("dtype", "layout", "device")
     )

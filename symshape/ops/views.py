@@ -90,7 +90,7 @@ def generic(ctx, cond) -> bool | None:
         return r
     shift = {}
     for sym in cond.free_symbols:
-        if ctx.env.bounds(sym).lo < 2:
+        if 0 <= ctx.env.bounds(sym).lo < 2:  # a size (an int argument may be negative)
             shift[sym] = E.add(sym, 2)
     return ctx.known(E.substitute(cond, shift)) if shift else None
 

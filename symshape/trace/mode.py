@@ -43,6 +43,14 @@ def op_name(func) -> str:
     return f"{mod}.{qual}" if mod else qual
 
 
+# an op for a call with no rule, or None: symshape.ops.fallback installs PyTorch's meta kernels
+_fallback: list[Callable] = [lambda func: None]
+
+
+def set_fallback(fallback: Callable) -> None:
+    _fallback[0] = fallback
+
+
 class TracingMode(TorchFunctionMode):
     def __init__(self, ctx, lookup: Callable):
         super().__init__()
@@ -57,7 +65,7 @@ class TracingMode(TorchFunctionMode):
                 "its lower-precision computation would be lost. Fix: call the jit-compiled "
                 "function outside autocast, or cast explicitly (x.bfloat16())."
             )
-        op = self.lookup(func)
+        op = self.lookup(func) or _fallback[0](func)
         if op is None:
             raise UnsupportedOpError(op_name(func), user_location())
         return op.rule(self.ctx, op, *args, **(kwargs or {}))

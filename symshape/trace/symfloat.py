@@ -83,7 +83,8 @@ class Opaque:
 
     var: object  # the Var that holds it in the trace
     what: str  # what it is, for error messages
-    is_input: bool = False  # a float argument of the traced function
+    is_input: bool = False  # a float argument of the traced function, or computed from one
+    label: str | None = None  # computed from one: that argument's label (``what`` if None)
 
     def __str__(self) -> str:
         return self.var.name

@@ -171,6 +171,13 @@ class SymNode:
             return self
         return self.neg()
 
+    def sym_sum(self, args) -> SymNode:
+        """``torch.sym_sum(args)`` (PyTorch's meta functions sum sizes with it)."""
+        total = args[0]
+        for a in args[1:]:
+            total = total.add(a)
+        return total
+
     def sym_max(self, other: SymNode) -> SymNode:
         if self.kind == "float" or other.kind == "float":
             return self.ctx.float_binop("max", self, other)

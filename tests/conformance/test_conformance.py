@@ -13,8 +13,16 @@ import pytest
 import torch
 
 import symshape
-from symshape.conformance import check_op, classify, compare, load_op_db, select, summary_line
-from symshape.conformance.runner import Case, Mismatch, _cropped
+from symshape.conformance import (
+    check_op,
+    classify,
+    columns_run,
+    compare,
+    load_op_db,
+    select,
+    summary_line,
+)
+from symshape.conformance.runner import Case, Mismatch, _cropped, layout_class
 
 SAMPLE, SEED = 30, 0
 
@@ -28,7 +36,7 @@ def _failures(results, statuses=("wrong", "crash")):
     return [
         f"{r.name} {col}: {getattr(r, col).status}: {getattr(r, col).reason}"
         for r in results
-        for col in ("forward", "backward")
+        for col in ("forward", "backward", "dyn_forward", "dyn_backward")
         if getattr(r, col).status in statuses
     ]
 
@@ -43,13 +51,13 @@ def test_seeded_sample_has_no_wrong_result_and_no_crash(op_db):
     assert compared >= SAMPLE // 2, (
         f"only {compared} of {SAMPLE} OpInfos compared any sample with eager"
     )
-    print(summary_line(results, "forward"), summary_line(results, "backward"), sep="\n")
+    print(*(summary_line(results, c) for c, _ in columns_run(results)), sep="\n")
 
 
 @pytest.mark.slow
 def test_full_sweep_has_no_wrong_result_and_no_crash(op_db):
     results = [check_op(op) for op in op_db]
-    print(summary_line(results, "forward"), summary_line(results, "backward"), sep="\n")
+    print(*(summary_line(results, c) for c, _ in columns_run(results)), sep="\n")
     bad = _failures(results)
     assert not bad, "\n".join(bad)
 
@@ -78,7 +86,9 @@ class _FakeOpInfo:
 
     def sample_inputs(self, device, dtype, requires_grad=False):
         for n in (4, 6):
-            yield SampleInput(self._make(n, dtype).requires_grad_(requires_grad))
+            made = self._make(n, dtype)
+            x, args = (made[0], made[1:]) if isinstance(made, tuple) else (made, ())
+            yield SampleInput(x.requires_grad_(requires_grad), *args)
 
 
 def test_a_result_that_differs_from_eager_is_wrong():
@@ -113,6 +123,63 @@ def test_a_working_op_passes_with_one_trace_per_structure():
     r = check_op(_FakeOpInfo("tanh", torch.tanh, lambda n, dt: torch.randn(n, 2, dtype=dt), True))
     assert (r.forward.status, r.backward.status) == ("pass", "pass"), r
     assert r.forward.traces == 1 and r.forward.samples == 3  # (4, 2), (6, 2), cropped (3, 2)
+
+
+def test_the_dynamic_scalar_columns_pass_ints_and_floats_as_arguments():
+    seen = {"const": set(), "dyn": set()}
+
+    def scale(x, k, w):
+        if torch.compiler.is_compiling():
+            seen["dyn" if isinstance(k, torch.SymInt) else "const"].add(
+                "SymFloat" if isinstance(w, torch.SymFloat) else "float"
+            )
+        return x.view(k, -1) * w
+
+    def make(n, dt):  # samples differ in k and w: one jit function for both when dynamic
+        return torch.randn(n, 6, dtype=dt), n // 2, 0.5 * n
+
+    r = check_op(_FakeOpInfo("scale", scale, make, True))
+    for c in ("forward", "backward", "dyn_forward", "dyn_backward"):
+        assert getattr(r, c).status == "pass", (c, getattr(r, c))
+    assert seen == {"const": {"float"}, "dyn": {"SymFloat"}}, seen
+    assert r.forward.groups == 2 and r.dyn_forward.groups == 1
+    only = check_op(_FakeOpInfo("scale", scale, make), scalars="dynamic")
+    assert only.forward.status == "skipped" and only.dyn_forward.status == "pass"
+    lines = [summary_line([only], c) for c, _ in columns_run([only])]
+    assert [ln.split(":")[0] for ln in lines] == [
+        "forward, dynamic scalars",
+        "backward, dynamic scalars",
+    ]
+
+
+def test_an_op_that_refuses_a_dynamic_scalar_fails_that_column_only():
+    def needs_int(x, k):
+        if isinstance(k, torch.SymInt):
+            raise ValueError("a symbolic k")  # a rule that cannot take a SymInt: a crash
+        return x * k
+
+    r = check_op(_FakeOpInfo("needs_int", needs_int, lambda n, dt: (torch.randn(n, dtype=dt), 3)))
+    assert r.forward.status == "pass", r.forward
+    assert r.dyn_forward.status == "crash" and "a symbolic k" in r.dyn_forward.reason
+
+
+def test_samples_differing_only_in_scalar_values_share_a_dynamic_group():
+    x = torch.zeros(2)
+    a, b = Case([x, 2, 0.5, True], "spec", None), Case([x, 3, 1.5, True], "spec", None)
+    assert a.key() != b.key() and a.key(dynamic=True) == b.key(dynamic=True)
+    assert a.key(dynamic=True) != Case([x, 2, 0.5, False], "spec", None).key(dynamic=True)
+    assert a.pattern() != b.pattern()  # the values are part of what a trace may specialize on
+    assert [type(v) for v in a.inputs(dynamic=True)] == [torch.Tensor, int, float]
+
+
+def test_a_layout_class_is_what_the_prologue_checks():
+    x = torch.randn(4, 5)
+    assert layout_class(x) == ("contiguous",)
+    assert layout_class(x.t()) == ("dense", (1, 0))
+    assert layout_class(torch.randn(4, 8)[:, :5]) == ("slice", 1)
+    odd = torch.randn(1, 3).as_strided((1, 3), (1, 1))  # a size-1 dim with another stride
+    assert layout_class(odd) == ("static", (1, 3), (1, 1))
+    assert layout_class(odd.clone(memory_format=torch.contiguous_format)) == ("contiguous",)
 
 
 def test_an_op_without_a_rule_is_unsupported():
