@@ -17,6 +17,9 @@ on a tensor. A *derived* dimension ``2*d``, ``d + 1`` (``A*d + B`` with
 
 from __future__ import annotations
 
+import difflib
+import inspect
+import re
 from dataclasses import dataclass, field
 
 import torch
@@ -179,6 +182,7 @@ class Policy:
     static_floats: set = field(default_factory=set)  # floats the code decides on: keep static
     seen: dict = field(default_factory=dict)  # label -> first shape / int value
     rigid: bool = False  # Dims stand for every value in their range (export)
+    name: str = ""  # the jit function's, for messages
 
     def spec(self, label: str, t: torch.Tensor, dim: int, is_param: bool):
         """STATIC, DYNAMIC or a Dim for one dimension of a tensor input."""
@@ -206,7 +210,9 @@ class Policy:
 
     def observe(self, leaves: list) -> list[str]:
         """Record first-seen sizes; on later calls, mark what changed as dynamic.
-        Returns readable notes about newly dynamic dimensions."""
+        Returns readable notes about newly dynamic dimensions. Raises the fix when
+        ``dims`` names a dimension an argument of this call does not have."""
+        check_dims_against(self.dims, leaves, self.name)
         notes = []
         if self.dynamic is False:
             return notes
@@ -218,9 +224,17 @@ class Policy:
                 first = self.seen.setdefault(label, shape)
                 if type(first) is tuple and len(first) == len(shape):
                     for d, (a, b) in enumerate(zip(first, shape)):
-                        if a != b and d not in self.auto_dims.setdefault(label, set()):
-                            self.auto_dims[label].add(d)
-                            notes.append(f"{label}.size({d}) changed from {a} to {b}: now dynamic")
+                        if a == b or d in self.auto_dims.get(label, ()):
+                            continue
+                        pinned = self._declared_static(label, value, d)
+                        if pinned:  # the user's STATIC stands: a new trace, still static
+                            notes.append(
+                                f"{label}.size({d}) changed from {a} to {b}; it stays static, "
+                                f"as declared with {pinned}"
+                            )
+                            continue
+                        self.auto_dims.setdefault(label, set()).add(d)
+                        notes.append(f"{label}.size({d}) changed from {a} to {b}: now dynamic")
             elif type(value) in (int, float):
                 first = self.seen.setdefault(label, value)
                 auto = self.auto_ints if type(value) is int else self.auto_floats
@@ -228,6 +242,16 @@ class Policy:
                     auto.add(label)
                     notes.append(f"{label} changed from {first} to {value}: now dynamic")
         return notes
+
+    def _declared_static(self, label: str, t: torch.Tensor, dim: int) -> str | None:
+        """How the user pinned this dimension static (``dims``, ``mark_static``), if so."""
+        user = self.dims.get(label, {})
+        for k in (dim, dim - t.dim()):
+            if k in user:
+                return f"dims={{{label!r}: {{{k}: STATIC}}}}" if _spec(user[k]) == STATIC else None
+        if tensor_marks(t).get(dim) == STATIC:
+            return f"symshape.mark_static({label}, {dim})"
+        return None
 
 
 def _spec(s):
@@ -238,3 +262,122 @@ def _spec(s):
     raise TypeError(
         f"a dimension spec is symshape.STATIC, symshape.DYNAMIC or a symshape.Dim, found {s!r}"
     )
+
+
+# -- checking ``dims`` ----------------------------------------------------------------
+
+
+def normalize_dims(dims, fn, name: str) -> dict:
+    """``dims`` as ``{label: {dim: spec}}``, checked against ``fn``'s signature.
+
+    Raises the fix for what would otherwise be silently ignored: a name that is
+    not an argument of ``fn``, a dimension index that is not an int, a spec
+    that is not STATIC, DYNAMIC or a Dim."""
+    if dims is None:
+        return {}
+    if not isinstance(dims, dict):
+        raise TypeError(
+            f"symshape.jit({name}): dims must map argument names to {{dim_index: spec}}, "
+            f"found {type(dims).__name__}. Example: dims={{'x': {{0: symshape.Dim('batch')}}}}"
+        )
+    params = _parameters(fn)
+    out = {}
+    for key, per_dim in dims.items():
+        if not isinstance(key, str):
+            raise TypeError(
+                f"symshape.jit({name}): dims keys are argument names (str), found {key!r}. "
+                f"Arguments of {name}: {_listing(params)}"
+            )
+        root = re.match(r"[A-Za-z_]\w*", key)
+        if params is not None and not _accepts(params, root.group() if root else key):
+            raise ValueError(
+                f"symshape.jit({name}): dims names argument {key!r}, but {name} has no "
+                f"argument {key!r}{_did_you_mean(key, params)}. Arguments of {name}: "
+                f"{_listing(params)}"
+            )
+        if not isinstance(per_dim, dict):
+            raise TypeError(
+                f"symshape.jit({name}): dims[{key!r}] must map dimension indices to specs, "
+                f"found {per_dim!r}. Example: dims={{{key!r}: {{0: symshape.DYNAMIC}}}}"
+            )
+        for d, spec in per_dim.items():
+            if isinstance(d, bool) or not isinstance(d, int):
+                raise TypeError(
+                    f"symshape.jit({name}): dims[{key!r}] keys are dimension indices (int), "
+                    f"found {d!r}"
+                )
+            try:
+                _spec(spec)
+            except TypeError as e:
+                raise TypeError(f"symshape.jit({name}): dims[{key!r}][{d}]: {e}") from None
+        out[key] = dict(per_dim)
+    return out
+
+
+def check_dims_against(dims: dict, leaves: list, name: str = "") -> None:
+    """Every dimension ``dims`` names exists on the tensor this call passed under
+    that name (an argument not passed in this call is checked when it is)."""
+    if not dims:
+        return
+    values = dict(leaves)
+    who = f"symshape.jit({name})" if name else "symshape.jit"
+    for key, per_dim in dims.items():
+        if key not in values:
+            inner = [k for k, _ in leaves if k.startswith((f"{key}[", f"{key}."))]
+            if inner:  # a container or object: its tensors have labels of their own
+                raise ValueError(
+                    f"{who}: dims names argument {key!r}, which this call passed as a "
+                    f"container or object holding tensors; name the tensor inside it, "
+                    f"e.g. dims={{{inner[0]!r}: {{0: symshape.DYNAMIC}}}}. Its tensors: "
+                    f"{', '.join(inner[:8])}{', ...' if len(inner) > 8 else ''}"
+                )
+            continue
+        v = values[key]
+        if not isinstance(v, torch.Tensor):
+            raise TypeError(
+                f"{who}: dims names argument {key!r}, which this call passed as "
+                f"{type(v).__name__} {v!r}, not a tensor: dims apply to tensor dimensions. "
+                f"Tensor arguments of this call: "
+                f"{', '.join(k for k, x in leaves if isinstance(x, torch.Tensor)) or 'none'}"
+            )
+        r = v.dim()
+        for d in per_dim:
+            if not -r <= d < r:
+                valid = (
+                    "none (a 0-d tensor has no dimensions)"
+                    if r == 0
+                    else "0 or -1"
+                    if r == 1
+                    else f"0 to {r - 1}, or -{r} to -1"
+                )
+                raise ValueError(
+                    f"{who}: dims[{key!r}] names dimension {d}, but {key} is a {r}-D tensor of shape "
+                    f"{list(v.shape)}: valid dimensions are {valid}"
+                )
+
+
+def _parameters(fn) -> list | None:
+    """The parameters of ``fn`` (a module: of its forward), or None if unknown."""
+    target = fn.forward if isinstance(fn, torch.nn.Module) else fn
+    try:
+        return list(inspect.signature(target).parameters.values())
+    except (TypeError, ValueError):
+        return None
+
+
+def _accepts(params: list, root: str) -> bool:
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return True
+    return any(p.name == root for p in params)
+
+
+def _listing(params: list | None) -> str:
+    if params is None:
+        return "unknown"
+    names = [("*" if p.kind is p.VAR_POSITIONAL else "") + p.name for p in params]
+    return ", ".join(names) or "none"
+
+
+def _did_you_mean(key: str, params: list) -> str:
+    close = difflib.get_close_matches(key, [p.name for p in params], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""

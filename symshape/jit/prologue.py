@@ -46,6 +46,7 @@ from symshape.jit.state import (
     is_plain_object,
     snapshot,
 )
+from symshape.sym.source import user_location
 from symshape.trace.errors import TracingError
 from symshape.trace.modules import watched_class
 from symshape.trace.proxy import contiguous_strides
@@ -184,6 +185,7 @@ class Builder(ObjectInputs):
             out.append(f"{name} = {src}")
             var = Var(name, "float")
             self.float_inputs.append(var)
+            self.ctx.float_labels[id(var)] = label
             return self.ctx.symfloat(Opaque(var, label, is_input=True))
         if t is float:
             self.leaves.append((label, value))
@@ -312,7 +314,15 @@ class Builder(ObjectInputs):
 
     def _tensor(self, t: torch.Tensor, src: str, label: str, out, is_param: bool):
         if type(t).__name__ == "TensorProxy":
-            raise TracingError(f"{label}: a traced value was passed into a jit function call")
+            where = user_location()
+            raise TracingError(
+                f"{label}: a traced tensor (a placeholder with no values) was passed to a jit "
+                "function" + (f"\n  at {where.describe()}" if where is not None else "") + "\n"
+                "It escaped an earlier trace through something that outlived that call (a "
+                "generator or lambda the function returned, a global or closure list it "
+                "stored the tensor in). Fix: return tensors from the jit-compiled function "
+                "and pass those."
+            )
         if t.layout is not torch.strided:
             raise TracingError(
                 f"{label}: only strided (dense) tensors can be traced, found {t.layout}"
