@@ -44,6 +44,38 @@ def topk_torch(scores, t, k):
     return scores.topk(min(n, k)).values
 
 
+# Python reads of tensor data: symshape splits the trace there (graph breaks for torch.compile)
+def data_branch(x):
+    if x.sum() > 0:
+        return x * 2
+    return x - 1
+
+
+def early_exit(x):
+    if (x < 0).all():
+        return x
+    return x * (x > 0)
+
+
+def int_from_data(x):
+    n = int((x > 0).sum().item())
+    return x[:n] * n
+
+
+def halving(x):
+    while x.norm() > 4:
+        x = x / 2
+    return x
+
+
+def moe(x):
+    route = (x * 10).long().remainder(3)
+    out = torch.zeros_like(x)
+    for e in torch.unique(route).tolist():
+        out[route == e] = x[route == e] * (e + 1)
+    return out
+
+
 def inputs(seed=0, n=20):
     g = torch.Generator().manual_seed(seed)
     out = []
@@ -57,7 +89,7 @@ def inputs(seed=0, n=20):
 
 def run_symshape(fn, calls):
     f = symshape.jit(fn, dynamic=True)
-    return _run(f, fn, calls, lambda: (f.stats.compiles, 0))
+    return _run(f, fn, calls, lambda: (f.stats.compiles, f.stats.splits))
 
 
 def run_compile(fn, ref, calls, capture: bool):
@@ -119,7 +151,19 @@ def main() -> None:
             [(scores, float(t), 32) for t in torch.linspace(-2.5, 2.5, 20)],
         ),
     ]
-    print("| program | system | compiles | graph breaks | errors | wrong | total ms |")
+    programs += [
+        (title, fn, fn, [(x,) for x in xs])
+        for title, fn in [
+            ("if x.sum() > 0", data_branch),
+            ("if (x < 0).all(): return x", early_exit),
+            ("n = int(...item()); x[:n] * n", int_from_data),
+            ("while x.norm() > 4", halving),
+            ("for e in unique(route).tolist()", moe),
+        ]
+    ]
+    print("traces/graphs: symshape traces (continuations included) or torch.compile graphs;")
+    print("splits/breaks: reads of data the traces split at, or torch.compile's graph breaks\n")
+    print("| program | system | traces/graphs | splits/breaks | errors | wrong | total ms |")
     print("|---|---|---|---|---|---|---|")
     for title, ours, theirs, calls in programs:
         rows = [

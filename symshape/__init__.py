@@ -5,6 +5,8 @@ f = symshape.jit(fn)            # or @symshape.jit, symshape.jit(model)
 f(x); f.stats; print(f.traces()[-1].computation)
 """
 
+from symshape import logs as logs  # reads SYMSHAPE_LOGS once (symshape/logs.py)
+
 try:
     import torch  # noqa: F401
 except ImportError as _e:  # the symbolic engine (symshape.sym) needs no torch
@@ -37,6 +39,8 @@ else:
         mark_dynamic,
         mark_static,
     )
+    from symshape.jit.api import CacheLimitWarning
+    from symshape.jit.splits import SplitLimitWarning
     from symshape.jit.vjp import VJP, vjp
     from symshape.ops import supported_ops
     from symshape.sym import CheckError, DataDependentError, ShapeEnv
@@ -50,6 +54,7 @@ __all__ = [
     "DYNAMIC",
     "STATIC",
     "VJP",
+    "CacheLimitWarning",
     "CheckError",
     "ConstraintViolationError",
     "DataDependentError",
@@ -61,6 +66,7 @@ __all__ = [
     "JitModule",
     "RuntimeAssertionError",
     "ShapeEnv",
+    "SplitLimitWarning",
     "TraceTimeSideEffectWarning",
     "TracingError",
     "UnsupportedOpError",

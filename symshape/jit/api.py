@@ -26,9 +26,10 @@ import torch
 import torch.utils._pytree as pytree
 from torch import nn
 
-from symshape.jit import wrapping
+from symshape.jit import backends, splits, wrapping
+from symshape.jit.cache_limit import cache_limit_message, user_stacklevel
 from symshape.jit.outputs import unflatten
-from symshape.jit.policy import Dim, Policy
+from symshape.jit.policy import Dim, Policy, normalize_dims
 from symshape.jit.prologue import InputSpecErrorAtTrace
 from symshape.jit.state import _instance_dict, compare_by_identity, is_plain_object
 from symshape.jit.tracer import Traced, labels_of, trace_call
@@ -48,22 +49,47 @@ class CacheLimitWarning(UserWarning):
 
 @dataclass
 class Stats:
-    """Counters of one jit function."""
+    """Counters of one jit function.
+
+    ``trace_seconds``: time spent compiling, all traces together. ``phase_ms``: the
+    same time split into phases, in milliseconds, summed over traces:
+    ``"tracing"`` (walking the inputs, running the function on proxies, converting
+    its outputs), ``"passes"`` (CSE, DCE, the backward trace, simplifying shapes),
+    ``"prologue"`` (building the prologue's checks and compiling it) and
+    ``"codegen"`` (compiling the computation and backward). The ``symshape``
+    logger prints each trace's split at debug level."""
 
     compiles: int = 0
     cache_hits: int = 0
     eager_calls: int = 0
     recompile_reasons: list = field(default_factory=list)
     trace_seconds: float = 0.0
+    # where Python read tensor data (splits.py): the reads in the traces made, their
+    # segments, and the traces made for a new value at a read (continuations)
+    splits: int = 0
+    segments: int = 0
+    continuations: int = 0
+    # a back end other than "eager" (backends.py): its compiles, and their seconds
+    backend_compiles: int = 0
+    backend_seconds: float = 0.0
+    phase_ms: dict = field(default_factory=dict)
 
     @property
     def calls(self) -> int:
-        return self.cache_hits + self.compiles + self.eager_calls
+        # a continuation is traced within a call that also counts as a hit or a compile
+        return self.cache_hits + self.compiles - self.continuations + self.eager_calls
 
     def __repr__(self) -> str:
         return (
             f"Stats(calls={self.calls}, compiles={self.compiles}, cache_hits={self.cache_hits}, "
-            f"eager_calls={self.eager_calls}, recompile_reasons={self.recompile_reasons!r})"
+            f"eager_calls={self.eager_calls}, "
+            + (
+                f"splits={self.splits}, segments={self.segments}, "
+                f"continuations={self.continuations}, "
+                if self.segments
+                else ""
+            )
+            + f"recompile_reasons={self.recompile_reasons!r})"
         )
 
 
@@ -81,6 +107,10 @@ class TraceEntry:
         self.spec = traced.out_spec
         # writes into the caller's objects and modules, made after each call (writes.py)
         self.replay = traced.replay
+        # a trace that reads tensor data: its segments (segments.Path); root: traced
+        # for a call no entry accepted (not for a new value at a read)
+        self.split = traced.split
+        self.root = traced.split is None or not traced.split.values
         tree = traced.prologue.tree
         # what tracing needed and calls do not: the prologue builder and the backward
         # builder hold the traced call's arguments, proxies and tracing context, which
@@ -158,13 +188,35 @@ _MISS = object()
 class JitFunction:
     """A traced, cached version of a function or module call."""
 
-    def __init__(self, fn, module, *, dynamic, dims, cache_limit: int, name: str):
+    def __init__(
+        self,
+        fn,
+        module,
+        *,
+        dynamic,
+        dims,
+        cache_limit: int,
+        name: str,
+        fullgraph: bool = False,
+        split_limit: int = 8,
+        backend="eager",
+    ):
         self._fn = fn
         self._module = module
-        self._policy = Policy(dynamic=dynamic, dims=_norm_dims(dims))
+        self._policy = Policy(dynamic=dynamic, dims=normalize_dims(dims, fn, name), name=name)
         self._entries: tuple[TraceEntry, ...] = ()
         self._lock = threading.RLock()
         self._limit = cache_limit
+        self._fullgraph = fullgraph  # a read of tensor data raises instead of splitting
+        self._split_limit = split_limit
+        self._backend = backend
+        be = backends.resolve(backend)
+        self._wrap = (
+            None
+            if be is None
+            else lambda trace, run, boxed: backends.wrap(trace, run, be, self.__name__, self, boxed)
+        )
+        self._split_warned: set = set()
         self._warned = False
         self.stats = Stats()
         self.__name__ = name
@@ -193,6 +245,8 @@ class JitFunction:
                 continue
             if type(r) is tuple:
                 self.stats.cache_hits += 1
+                if e.split is not None:
+                    return splits.run(self, e, r, m, args, kwargs)
                 out = e.run(*r)
                 if e.replay is not None:
                     out = e.replay(out, m, args, kwargs)
@@ -216,7 +270,7 @@ class JitFunction:
                     )
             target = m.forward if m is not None else self._fn
             notes = self._policy.observe(_leaves(target, args, kwargs))
-            if len(self._entries) >= self._limit:
+            if sum(e.root for e in self._entries) >= self._limit:
                 return self._eager(args, kwargs, reasons)
             if self._entries:
                 # the entry whose inputs matched in kind and only a guard refused
@@ -227,27 +281,9 @@ class JitFunction:
                 reason = why + (f" ({'; '.join(notes)})" if notes else "")
                 self.stats.recompile_reasons.append(reason)
                 log.info("symshape: recompiling %s: %s", self.__name__, reason)
-            while True:
-                try:
-                    traced = trace_call(self._fn, m, args, kwargs, self._policy, self.__name__)
-                    break
-                except InputSpecErrorAtTrace as e:
-                    raise InputSpecError(f"{self.__name__}: {e}") from None
-                except DataDependentError as e:
-                    label = getattr(e, "float_input", None)
-                    if label is None or label in self._policy.static_floats:
-                        raise
-                    # the code decides on this float argument: trace it as a constant
-                    self._policy.static_floats.add(label)
-                    log.info(
-                        "symshape: %s decides on the float %s; keeping it static",
-                        self.__name__,
-                        label,
-                    )
+            traced = self._trace(m, args, kwargs, None if self._fullgraph else ())
             entry = TraceEntry(traced)
             self._entries = (entry, *self._entries)
-            self.stats.compiles += 1
-            self.stats.trace_seconds += traced.seconds
             log.info(
                 "symshape: traced %s in %.1f ms: %d nodes, %d guards",
                 self.__name__,
@@ -256,6 +292,8 @@ class JitFunction:
                 len(traced.guards),
             )
             if log.isEnabledFor(logging.DEBUG):
+                split = ", ".join(f"{k} {v:.1f} ms" for k, v in traced.phase_ms.items())
+                log.debug("symshape: %s compile phases: %s", self.__name__, split)
                 log.debug("prologue:\n%s\ncomputation:\n%s", traced.prologue, traced.computation)
         r = entry.first(m, args, kwargs) if m is not None else entry.first(args, kwargs)
         if type(r) is not tuple:
@@ -263,29 +301,70 @@ class JitFunction:
             raise RuntimeError(
                 f"symshape bug: a fresh trace rejects the inputs it was traced from: {why}"
             )
+        if entry.split is not None:
+            return splits.run(self, entry, r, m, args, kwargs, fresh=True)
         out = entry.run(*r)
         if entry.replay is not None:
             return entry.replay(out, m, args, kwargs)
         return out if entry.spec is None else unflatten(out, entry.spec)
 
+    def _trace(self, m, args, kwargs, known) -> Traced:
+        """Trace this call (``known``: the values of its first reads of tensor data, or
+        None: a read raises ``DataDependentError``)."""
+        while True:
+            try:
+                traced = trace_call(
+                    self._fn, m, args, kwargs, self._policy, self.__name__, known, self._wrap
+                )
+                break
+            except InputSpecErrorAtTrace as e:
+                raise InputSpecError(f"{self.__name__}: {e}") from None
+            except DataDependentError as e:
+                label = getattr(e, "float_input", None)
+                if label is None or label in self._policy.static_floats:
+                    raise
+                # the code decides on this float argument: trace it as a constant
+                self._policy.static_floats.add(label)
+                log.info(
+                    "symshape: %s decides on the float %s; keeping it static",
+                    self.__name__,
+                    label,
+                )
+        self.stats.compiles += 1
+        self.stats.trace_seconds += traced.seconds
+        for phase, ms in traced.phase_ms.items():
+            self.stats.phase_ms[phase] = self.stats.phase_ms.get(phase, 0.0) + ms
+        if traced.split is not None:
+            self.stats.segments += len(traced.split.segments)
+            self.stats.splits += sum(s.read is not None for s in traced.split.segments)
+            if traced.split.pending:
+                log.info(
+                    "symshape: %s splits at %s",
+                    self.__name__,
+                    traced.split.segments[-1].read.describe(),
+                    extra={"symshape_log": "recompiles"},
+                )
+        return traced
+
     def _eager(self, args, kwargs, reasons):
-        if not self._warned:
+        if not self._warned:  # once per function (reset() re-arms it)
             self._warned = True
-            listing = "\n".join(f"  - {r}" for r in self.stats.recompile_reasons[-self._limit :])
-            msg = (
-                f"symshape.jit({self.__name__}) reached its cache limit of {self._limit} traces and "
-                f"now runs eagerly for inputs no trace accepts. Recompile reasons so far:\n{listing}\n"
-                "Fix: make the changing dimensions dynamic (dynamic=True, or dims=...), or raise "
-                "cache_limit."
+            msg = cache_limit_message(
+                self.__name__, self._limit, self._policy.dynamic, self._entries, reasons
             )
-            warnings.warn(msg, CacheLimitWarning, stacklevel=3)
-            log.warning(msg)
+            warnings.warn(msg, CacheLimitWarning, stacklevel=user_stacklevel())
+            log.info(msg)  # the warning is the one printed copy; the log has it for SYMSHAPE_LOGS
         self.stats.eager_calls += 1
         return self._fn(*args, **kwargs)
 
     def traces(self) -> list[TraceEntry]:
         """The cache entries, newest last."""
         return list(reversed(self._entries))
+
+    def split_tree(self) -> str:
+        """Where the traces split at reads of tensor data, and the values each path
+        was traced for: one line per path, its reads in order (``splits.py``)."""
+        return splits.tree(self.traces())
 
     def reset(self) -> None:
         """Forget every trace and dynamism decision."""
@@ -305,7 +384,14 @@ class JitFunction:
     # -- copies and pickles: the copy has the options and starts with no traces --------
     def _options(self) -> dict:
         p = self._policy
-        return {"dynamic": p.dynamic, "dims": p.dims, "cache_limit": self._limit}
+        return {
+            "dynamic": p.dynamic,
+            "dims": p.dims,
+            "cache_limit": self._limit,
+            "fullgraph": self._fullgraph,
+            "split_limit": self._split_limit,
+            "backend": self._backend,
+        }
 
     def _wrapper_attrs(self) -> dict:
         keep = ("__module__", "__name__", "__qualname__", "__doc__", "__type_params__")
@@ -341,14 +427,6 @@ def _rebuild(ref, mod, options: dict, attrs: dict) -> JitFunction:
 
 
 compare_by_identity(JitFunction)
-
-
-def _norm_dims(dims) -> dict:
-    if dims is None:
-        return {}
-    if not isinstance(dims, dict):
-        raise TypeError("dims must map argument names to {dim_index: spec}")
-    return {str(k): dict(v) for k, v in dims.items()}
 
 
 def _leaves(fn, args, kwargs) -> list:
@@ -507,6 +585,9 @@ def jit(
     dims: dict | None = None,
     cache_limit: int = 8,
     name: str | None = None,
+    fullgraph: bool = False,
+    split_limit: int = 8,
+    backend="eager",
 ):
     """Trace ``fn`` (a function or an ``nn.Module``) into symbolic-shape traces.
 
@@ -515,18 +596,45 @@ def jit(
     ``dims``: per argument name, ``{dim_index: symshape.STATIC | symshape.DYNAMIC |
     symshape.Dim(name, min, max)}``; the same Dim object means equal sizes.
     ``cache_limit``: traces kept before falling back to eager execution.
+    ``fullgraph``: False (the default): where Python reads tensor data (``if
+    x.sum() > 0``, ``int(t)``, ``t.tolist()``) the trace splits: the part before
+    runs, the value is read, and the rest is traced for that value
+    (``jit/splits.py``). True: such a read raises ``DataDependentError`` (one
+    trace for the whole call, as ``torch.compile(fullgraph=True)``).
+    ``split_limit``: values traced at one read before calls that read another
+    value there run eagerly.
+    ``backend``: what runs a trace: ``"eager"`` (its Python, op by op on eager
+    kernels), ``"inductor"``, or any torch.compile back end (a name, or a
+    callable ``backend(gm, example_inputs) -> callable``), compiled once per
+    shape family with its assumptions checked on every call (``jit/backends.py``).
     """
     if fn is None:
         return functools.partial(
-            jit, dynamic=dynamic, dims=dims, cache_limit=cache_limit, name=name
+            jit,
+            dynamic=dynamic,
+            dims=dims,
+            cache_limit=cache_limit,
+            name=name,
+            fullgraph=fullgraph,
+            split_limit=split_limit,
+            backend=backend,
         )
     if dynamic not in (None, True, False):
         raise TypeError(f"dynamic must be None, True or False, found {dynamic!r}")
     if not isinstance(cache_limit, int) or cache_limit < 1:
         raise ValueError(f"cache_limit must be a positive int, found {cache_limit!r}")
+    if not isinstance(split_limit, int) or split_limit < 1:
+        raise ValueError(f"split_limit must be a positive int, found {split_limit!r}")
+    if not isinstance(fullgraph, bool):
+        raise TypeError(f"fullgraph must be True or False, found {fullgraph!r}")
     fn = _unwrap(fn)  # jit(jit(f)): f, with these options
     wrapping.check_traceable(fn, name or getattr(fn, "__name__", type(fn).__name__))
     if isinstance(fn, nn.Module):
+        from symshape.jit.ddp import is_ddp, jit_ddp
+
+        if is_ddp(fn):  # DDP's forward runs each call; its module is compiled
+            return jit_ddp(fn, name, dynamic=dynamic, dims=dims, cache_limit=cache_limit,
+                           fullgraph=fullgraph, split_limit=split_limit)  # fmt: skip
         jf = JitFunction(
             fn,
             fn,
@@ -534,6 +642,9 @@ def jit(
             dims=dims,
             cache_limit=cache_limit,
             name=name or type(fn).__name__,
+            fullgraph=fullgraph,
+            split_limit=split_limit,
+            backend=backend,
         )
         return JitModule(fn, jf)
     method = inspect.ismethod(fn) and isinstance(fn.__self__, nn.Module)
@@ -550,6 +661,9 @@ def jit(
         dims=dims,
         cache_limit=cache_limit,
         name=name or getattr(fn, "__qualname__" if method else "__name__", "fn"),
+        fullgraph=fullgraph,
+        split_limit=split_limit,
+        backend=backend,
     )
     functools.update_wrapper(jf, fn, updated=())
     return jf

@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 import time
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -17,7 +17,7 @@ from symshape.autograd.saved import mutated
 from symshape.ir import Node, OpRef, Trace, Var, compile_source, compile_trace, cse, dce, iter_vars
 from symshape.ir.passes import has_effect
 from symshape.ir.printer import fmt
-from symshape.jit import generators, outputs
+from symshape.jit import generators, outputs, segments
 from symshape.jit.globals_guard import GlobalsGuard
 from symshape.jit.prologue import Builder, Prologue
 from symshape.jit.state import (
@@ -39,6 +39,7 @@ from symshape.trace.module_fixes import module_fixes
 from symshape.trace.modules import proxied, watch
 from symshape.trace.proxy import TensorProxy
 from symshape.trace.pytypes import python_types
+from symshape.trace.reads import NeedRead, SplitState
 from symshape.trace.side_effects import side_effects
 
 
@@ -56,6 +57,10 @@ class Traced:
     builder: object = None  # the prologue Builder: where each input came from (for export)
     grad: object = None  # _Grad: how forward and backward connect, when there is a backward
     replay: object = None  # writes.Replay: writes into the caller's objects, returned arguments
+    # milliseconds per phase: "tracing" (inputs, the call, outputs), "passes" (CSE, DCE,
+    # autograd, shapes), "prologue" (its checks and their compiled functions), "codegen"
+    phase_ms: dict = field(default_factory=dict)
+    split: object = None  # segments.Path: the segments of a trace that reads tensor data
 
 
 def labels_of(fn, args) -> list[str]:
@@ -90,7 +95,14 @@ class _SymBoolArgument(Exception):
 
 
 def trace_call(
-    fn, module: nn.Module | None, args: tuple, kwargs: dict, policy, name: str
+    fn,
+    module: nn.Module | None,
+    args: tuple,
+    kwargs: dict,
+    policy,
+    name: str,
+    known=None,
+    backend=None,
 ) -> Traced:
     """Trace one call.
 
@@ -101,12 +113,19 @@ def trace_call(
     this trace; the call is traced again with the guards the failed attempt took
     already known, and a comparison the trace knows is a plain bool. If no new
     decision was taken (the SymBool was never branched on), the last attempt
-    decides every size comparison where it is made."""
+    decides every size comparison where it is made.
+
+    ``known``: None, a read of tensor data raises ``DataDependentError``; else the
+    trace splits at each read (``trace/reads.py``), the first ``len(known)`` of
+    which take these values. ``backend``: None, or ``backend(trace, run, boxed)``
+    returning what runs a compiled trace (``jit/backends.py``)."""
     decided: list = []
     eager = False
     while True:
         try:
-            return _trace_once(fn, module, args, kwargs, policy, name, decided, eager)
+            return _trace_once(
+                fn, module, args, kwargs, policy, name, decided, eager, known, backend
+            )
         except _SymBoolArgument as e:
             if eager:
                 raise TracingError(
@@ -114,8 +133,8 @@ def trace_call(
                     "function that takes only a Python bool. Fix: decide it first, e.g. "
                     "symshape.check(...) on the values it compares, or pass bool(...)."
                 ) from e.error
-            known = {id(g.cond) for g in decided}
-            new = [g for g in e.guards if id(g.cond) not in known]
+            taken = {id(g.cond) for g in decided}
+            new = [g for g in e.guards if id(g.cond) not in taken]
             if new:
                 decided = decided + new
             else:
@@ -123,10 +142,21 @@ def trace_call(
 
 
 def _trace_once(
-    fn, module, args: tuple, kwargs: dict, policy, name: str, decided: list, eager: bool
+    fn,
+    module,
+    args: tuple,
+    kwargs: dict,
+    policy,
+    name: str,
+    decided: list,
+    eager: bool,
+    known,
+    backend=None,
 ) -> Traced:
     t0 = time.perf_counter()
     ctx = TraceContext()
+    if known is not None:
+        ctx.split_at_reads(SplitState(tuple(known), torch.is_inference_mode_enabled()))
     b = Builder(ctx, policy, module is not None)
     # symshape.jit(model) calls the module (hooks included); symshape.jit(model.forward)
     # and methods call the bound method itself
@@ -218,14 +248,24 @@ def _trace_once(
         side_effects(name),
         python_types(b.tensors),
     ):
+        pending = None  # the read this attempt stopped at, its value unknown
         try:
             result = call(*pargs, **pkw)
         except TypeError as e:
             if _BOOL_ONLY not in str(e):
                 raise
             raise _SymBoolArgument(e, list(ctx.env.guards)) from e
-        stores = _stores(b, swapped.writes(), writes, slot_writes())
-        output, out_spec, replay = _output(ctx, result, b, stores)
+        except NeedRead as e:
+            pending = e.mark
+        marks = ctx.split.marks if ctx.split is not None else []
+        ctx.split, ctx.env.on_data = None, None  # the rest (outputs, backward) reads nothing
+        if pending is None:
+            stores = _stores(b, swapped.writes(), writes, slot_writes())
+            output, out_spec, replay = _output(ctx, result, b, stores)
+        else:  # only the prefix runs from this trace: its Python writes are undone
+            output, out_spec, replay = None, None, None
+            segments.undo_writes(writes, read_states)
+            writes.clear()  # nothing is written by this trace: what it read is guarded
         ctx.flush_asserts()
         if gg:
             gg.settle()
@@ -248,27 +288,27 @@ def _trace_once(
             restore(obj, state)
         raise
 
-    trace = Trace("computation", [], list(ctx.nodes), output, ctx.asserts, dict(ctx.constants))
-    trace = dce(cse(trace))
-    used = {id(v) for n in trace.nodes for v in n.inputs()} | {
-        id(v) for v in iter_vars(trace.output)
-    }
-    tensors = [v for v, _, _ in b.tensor_inputs if id(v) in used]
-    backed = [v for s, v in ctx.sym_vars.items() if ctx.env.info(s).backed]
-    trace.inputs = (
-        tensors
-        + [v for v in backed if id(v) in used]
-        + [v for v in b.float_inputs if id(v) in used]
-        + [v for v in generators.inputs(b) if id(v) in used]
-    )
-    trace.doc = f"traced from {getattr(target, '__qualname__', name)}"
-    # trace.output: the outputs as CSE renamed them (a merged node's Var is gone)
-    grad = _autograd(ctx, trace, trace.output, out_spec, name)
-    trace = grad_mode.for_run(trace, grad is not None)
-    if grad is not None:
-        out_spec = grad.spec
-    _simplify_metas(trace, ctx.env)
-    trace.lint()
+    t_traced = time.perf_counter()
+    split = None
+    if marks or pending is not None:  # Python read tensor data: one segment per read
+        split = segments.build(ctx, b, marks, pending, output, out_spec, name, grad, target)
+        trace, used, grad = split.trace, split.used, None
+    else:
+        trace = Trace("computation", [], list(ctx.nodes), output, ctx.asserts, dict(ctx.constants))
+        trace = dce(cse(trace))
+        used = {id(v) for n in trace.nodes for v in n.inputs()} | {
+            id(v) for v in iter_vars(trace.output)
+        }
+        trace.inputs = path_inputs(ctx, b, used)
+        trace.doc = f"traced from {getattr(target, '__qualname__', name)}"
+        # trace.output: the outputs as CSE renamed them (a merged node's Var is gone)
+        grad = _autograd(ctx, trace, trace.output, out_spec, name)
+        trace = grad_mode.for_run(trace, grad is not None)
+        if grad is not None:
+            out_spec = grad.spec
+        _simplify_metas(trace, ctx.env)
+        trace.lint()
+    t_passes = time.perf_counter()
 
     # -- the prologue: module fetches, constants, guards, declared ranges -------------
     b.emit_modules(used | ctx.touched, reads, class_reads, read_objects, modules_read)
@@ -306,21 +346,25 @@ def _trace_once(
     pro = compile_source(src, "prologue", b.globals, f"prologue {name}")
     explain_src = src.replace("def prologue(", "def explain(")
     explain_src = _returns_locals(explain_src)
-    explain = compile_source(explain_src, "explain", b.globals, f"explain {name}")
+    explain = compile_source(explain_src, "explain", b.globals, f"explain {name}", lazy=True)
     # the call being traced already ran its Python, writes to objects included: it is
     # served by the prologue less the checks of Python state (which those writes may fail)
     state = {k for k, c in enumerate(b.checks) if c.kind == "state"}
     first = compile_source(_without(src, state), "prologue", b.globals, f"prologue {name}")
     prologue = Prologue(src, pro, b.checks, explain, first if state else pro, b.tree)
-    run = compile_trace(trace)
+    t_prologue = time.perf_counter()
+    run = compile_trace(trace) if split is None else None
+    if run is not None and backend is not None:
+        run = backend(trace, run, False)
     backward = None
     if grad is not None:
         _simplify_metas(grad.backward.trace, env)
         backward = grad.backward.trace
+        bw = compile_trace(backward, boxed=True)
         fn = make_function(
             name.title().replace("_", ""),
             run,
-            compile_trace(backward, boxed=True),
+            bw if backend is None else backend(backward, bw, True),
             grad.n_out,
             len(grad.backward.saved),
             grad.diff_out,
@@ -328,8 +372,16 @@ def _trace_once(
             len(trace.inputs),
         )
         run = fn.apply
-    run = grad_mode.restoring(trace, run)
+    if run is not None:
+        run = grad_mode.restoring(trace, run)
     labels_map = {i.symbol: i.label for i in env.symbols}
+    t_end = time.perf_counter()
+    phases = {
+        "tracing": (t_traced - t0) * 1e3,
+        "passes": (t_passes - t_traced) * 1e3,
+        "prologue": (t_prologue - t_passes) * 1e3,
+        "codegen": (t_end - t_prologue) * 1e3,
+    }
     return Traced(
         prologue,
         trace,
@@ -338,11 +390,26 @@ def _trace_once(
         guards,
         env,
         labels_map,
-        time.perf_counter() - t0,
+        t_end - t0,
         backward,
         b,
         grad,
         replay,
+        phases,
+        split,
+    )
+
+
+def path_inputs(ctx, b: Builder, used: set, all_sizes: bool = False) -> list:
+    """The computation's inputs, as the prologue returns them: the tensors it
+    uses, then sizes (every backed one with ``all_sizes``), floats, generators."""
+    tensors = [v for v, _, _ in b.tensor_inputs if id(v) in used]
+    backed = [v for s, v in ctx.sym_vars.items() if ctx.env.info(s).backed]
+    return (
+        tensors
+        + [v for v in backed if all_sizes or id(v) in used]
+        + [v for v in b.float_inputs if id(v) in used]
+        + [v for v in generators.inputs(b) if id(v) in used]
     )
 
 

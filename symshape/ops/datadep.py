@@ -247,11 +247,16 @@ def _item_rule(ctx, op, input):
     return _scalar(ctx, input, m.dtype, f"{_name(input)}.item()")
 
 
-def _bool_from_data(ctx, what: str, tensor: str = "mask.any()"):
+def _bool_from_data(ctx, what: str, tensor: str = "mask.any()", value=None, convert=None):
     """A Python bool read from tensor data cannot be traced faithfully: eager's is a
     real ``True``/``False``, and code may test it with ``is True``, which no
-    symbolic stand-in can answer like eager. It is refused where it is read;
-    ``tensor`` is the tensor to keep instead, for the fix."""
+    symbolic stand-in can answer like eager. The trace splits there (the value,
+    ``convert(value)`` when it runs, is known to the rest of the call), or, when it
+    does not split, refuses; ``tensor`` is the tensor to keep instead, for the fix."""
+    if value is not None:
+        v = ctx.read("bool", (value,), convert or _py_item, f"`{what}`")
+        if v is not None:
+            return v
     where = ctx._where()
     raise DataDependentError(
         f"`{what}` reads a Python bool from tensor data"
@@ -265,7 +270,7 @@ def _bool_from_data(ctx, what: str, tensor: str = "mask.any()"):
 
 def _scalar(ctx, t, dtype, what):
     if dtype is torch.bool:
-        _bool_from_data(ctx, what)
+        return _bool_from_data(ctx, what, value=t)
     if dtype.is_floating_point or dtype.is_complex:
         return ctx.opaque_float(ITEM, (t,), what)
     lo, hi = (0, 1) if dtype is torch.bool else _int_range(dtype)
@@ -274,6 +279,14 @@ def _scalar(ctx, t, dtype, what):
     if dtype is torch.bool:
         return ctx.symbool(L.ne(u, 0))
     return ctx.symint(u)
+
+
+def _py_item(t):
+    return t.item()
+
+
+def _py_tolist(t):
+    return t.tolist()
 
 
 def _int_range(dtype):
@@ -287,12 +300,17 @@ def _tolist_rule(ctx, op, input):
     count = 1
     for d in dims:
         count *= d
+    if m.dtype.is_floating_point or m.dtype.is_complex or m.dtype is torch.bool:
+        # Python numbers of the data: the trace splits here, the list is known after
+        v = ctx.read("list", (input,), _py_tolist, f"`{_name(input)}.tolist()`")
+        if v is not None:
+            return v
+    if m.dtype is torch.bool:
+        _bool_from_data(ctx, f"{_name(input)}.tolist()")
     if m.dtype.is_floating_point or m.dtype.is_complex:
         raise NotImplementedError(
             "tolist() of a floating-point tensor while tracing is not supported; keep the values in a tensor"
         )
-    if m.dtype is torch.bool:
-        _bool_from_data(ctx, f"{_name(input)}.tolist()")
     lo, hi = (0, 1) if m.dtype is torch.bool else _int_range(m.dtype)
     syms = [ctx.unbacked(f"{_name(input)}.tolist()[{i}]", min=lo, max=hi) for i in range(count)]
     ctx.emit_binding(TOLIST, (input,), {}, syms)

@@ -14,6 +14,8 @@ import torch.nn.functional as F
 from symshape.ops._helpers import broadcast_shapes, device_of, is_tensor, result_type
 from symshape.ops.inplace import update
 from symshape.ops.registry import REGISTRY, OpDef, define, register, tensor_method
+from symshape.sym import expr as E
+from symshape.sym import logic as L
 
 # name -> type promotion kind (as torch's ELEMENTWISE_TYPE_PROMOTION_KIND)
 UNARY = {
@@ -132,14 +134,50 @@ def binary(kind: str):
         k = kind
         if op.name in ("div", "true_divide") and kwargs.get("rounding_mode") is not None:
             k = "DEFAULT"
-        return ctx.emit(
+        r = ctx.emit(
             op,
             (input, other, *args),
             kwargs,
             _out(ctx, shape, result_type(input, other, kind=k), *tensors),
         )
+        if not args and all(id(getattr(t, "_ss_var", None)) in ctx.int_values for t in tensors):
+            _remember_int(ctx, op.name, input, other, kwargs.get("rounding_mode"), r)
+        return r
 
     return rule
+
+
+def _remember_int(ctx, name: str, a, b, rounding, result) -> None:
+    """``torch.div(x.size(1), 2, rounding_mode="trunc")`` of ints (or of such
+    tensors, ``... - 1``): a 0-d tensor whose value is an expression of sizes. Used
+    where an int is needed (``view(n, ...)``), it is that expression, not a read of
+    the tensor's data."""
+
+    def value(t):
+        if is_tensor(t):
+            return ctx.int_values[id(t._ss_var)]
+        if isinstance(t, (int, torch.SymInt)) and not isinstance(t, bool):
+            return ctx.sym(t)
+        return None
+
+    x, y = value(a), value(b)
+    if x is None or y is None:
+        return
+    if name == "add":
+        v = E.add(x, y)
+    elif name == "sub":
+        v = E.sub(x, y)
+    elif name == "mul":
+        v = E.mul(x, y)
+    elif (name == "floor_divide" or (name == "div" and rounding in ("floor", "trunc"))) and (
+        ctx.known(L.gt(y, 0)) and (rounding != "trunc" or ctx.known(L.ge(x, 0)))
+    ):
+        v = E.floordiv(x, y)  # trunc and floor agree for a >= 0, b > 0 (known, not guarded)
+    elif name == "remainder" and ctx.known(L.gt(y, 0)):
+        v = E.mod(x, y)
+    else:
+        return
+    ctx.int_values[id(result._ss_var)] = v  # by its Var: an in-place update makes another
 
 
 def binary_(kind: str):
@@ -253,7 +291,7 @@ define(OpDef("F_relu", "torch.nn.functional.relu", F.relu, _f_relu), [F.relu])
 # -- ternary ------------------------------------------------------------------------------
 
 
-@register("where", "torch.where", torch.where, tensor_method("where"), tags={"elementwise"})
+@register("where", "torch.where", torch.where, tags={"elementwise"})
 def where(ctx, op, condition, input=None, other=None):
     if input is None and other is None:
         from symshape.ops.datadep import where_one_arg
@@ -267,6 +305,14 @@ def where(ctx, op, condition, input=None, other=None):
         )
     dtype = result_type(input, other)
     return ctx.emit(op, (condition, input, other), {}, _out(ctx, shape, dtype, *tensors))
+
+
+def _where_method(ctx, op, input, condition, other):
+    """``x.where(condition, y)`` is ``torch.where(condition, x, y)``."""
+    return where.rule(ctx, where, condition, input, other)
+
+
+define(OpDef("Tensor_where", "torch.where", torch.where, _where_method), [tensor_method("where")])
 
 
 @register("masked_fill", "torch.masked_fill", tensor_method("masked_fill"), tags={"elementwise"})

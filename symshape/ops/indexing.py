@@ -294,8 +294,11 @@ def _is_mask(ctx, item) -> bool:
     return isinstance(item, torch.Tensor) and ctx.meta(item).dtype in MASK_DTYPES
 
 
-def check_value(ctx, target, vshape, what):
-    """``vshape`` broadcasts to ``target`` (leading 1s of the value dropped)."""
+def check_value(ctx, target, vshape, what, mask_checked_at_run=False):
+    """``vshape`` broadcasts to ``target`` (leading 1s of the value dropped).
+    ``mask_checked_at_run``: a dimension selected by a boolean mask may take any
+    size here: the kernel compares it with the mask's count when it runs, and
+    raises eager's error there."""
     v = list(vshape)
     bad = (
         f"shape mismatch: value tensor of shape {shown(ctx, vshape)} cannot be broadcast to "
@@ -307,7 +310,7 @@ def check_value(ctx, target, vshape, what):
         v.pop(0)
     for vd, td in zip(reversed(v), reversed(target)):
         if td is MASK:
-            if ctx.known(L.eq(vd, 1)) is not True:
+            if ctx.known(L.eq(vd, 1)) is not True and not mask_checked_at_run:
                 ctx.data_dependent_op("assigning a tensor through a boolean mask")
             continue
         try:
@@ -323,7 +326,7 @@ def setitem(ctx, op, input, index, value):
     if shape is None:
         return ctx.data_dependent_op("boolean mask indexing", input, index)
     if isinstance(value, torch.Tensor):
-        check_value(ctx, shape, ctx.meta(value).shape, "indexing result")
+        check_value(ctx, shape, ctx.meta(value).shape, "indexing result", True)
     # y = x.clone(); y[:, 0] = v with a gradient: recorded out of place, trains like eager
     if needs_grad(ctx, (input, value), {}) and ctx.may_rebind(input):
         m = ctx.meta(input)

@@ -269,4 +269,23 @@ def _setitem_copy(ctx, grads, outs, input, index, value):
     g = grads[0]
     gi = g.clone()
     gi[index] = 0
-    return {0: gi, 2: g[index] if is_t(value) else None}
+    if not is_t(value):
+        return {0: gi, 2: None}
+    if any(isinstance(t, torch.Tensor) and ctx.meta(t).dtype in MASK_DTYPES for t in _items(index)):
+        # a mask selects a count known at run time: eager's forward checked it against the
+        # value's size, so the gradient takes the value's shape there (summed where broadcast)
+        return {0: gi, 2: VALUE_GRAD.rule(ctx, VALUE_GRAD, g, index, sizes(ctx, value))}
+    return {0: gi, 2: g[index]}
+
+
+def value_grad(grad, index, size):
+    """The gradient of ``value`` in ``out[index] = value``: what lands on it, summed
+    back to its size where it was broadcast."""
+    return grad[index].sum_to_size(size)
+
+
+@register("setitem_value_grad", "symshape.ops.indexing_vjp.value_grad")
+def VALUE_GRAD(ctx, op, grad, index, size):
+    m = ctx.meta(grad)
+    shape = tuple(ctx.sym(d) for d in size)
+    return ctx.emit(op, (grad, index, list(size)), {}, ctx.out_meta(shape, m.dtype, m.device))

@@ -27,13 +27,13 @@ def _contains(ctx, op, input, element):
             f"{type(element)}."
         )
     if isinstance(element, torch.Tensor):  # eager's order: the element is tensor a
-        traced(ctx, lambda: (element == input).any())
+        found = traced(ctx, lambda: (element == input).any())
         shown = _name(element)
     else:
-        traced(ctx, lambda: (input == element).any())
+        found = traced(ctx, lambda: (input == element).any())
         shown = repr(element) if isinstance(element, Number) else "a symbolic scalar"
     name = _name(input)
-    _bool_from_data(ctx, f"{shown} in {name}", f"({name} == {shown}).any()")
+    return _bool_from_data(ctx, f"{shown} in {name}", f"({name} == {shown}).any()", found)
 
 
 define(

@@ -7,6 +7,8 @@ checked by the prologue for every input, so reading it needs no guard.
 
 from __future__ import annotations
 
+import operator
+
 import torch
 
 from symshape.ops._helpers import norm_dim, numel
@@ -192,6 +194,15 @@ _FIX = {
     ("__float__", "bool"): ("t.double().item()", "a symbolic float"),
     ("__complex__", "bool"): ("t.double().item()", "a symbolic float"),
 }
+_PY = {
+    "__bool__": bool,
+    "__int__": int,
+    "__float__": float,
+    "__index__": operator.index,
+    "__complex__": complex,
+}
+_KIND = {"__bool__": "bool", "__int__": "int", "__float__": "float", "__index__": "int"}
+_KIND["__complex__"] = "complex"
 _RETURNS = {"__int__": "int", "__index__": "int", "__float__": "float", "__complex__": "complex"}
 
 
@@ -217,9 +228,12 @@ def _to_python(method: str):
                     "only integer tensors of a single element can be converted to an index"
                 )
             raise ValueError("only one element tensors can be converted to Python scalars")
+        call = "operator.index(t)" if method == "__index__" else f"{method.strip('_')}(t)"
+        v = ctx.read(_KIND[method], (t,), _PY[method], f"`{call}`")  # the trace splits here
+        if v is not None:
+            return v
         where = user_location()
         at = f"\n  at {where.describe()}" if where else ""
-        call = "operator.index(t)" if method == "__index__" else f"{method.strip('_')}(t)"
         if method == "__bool__":
             why = (
                 "Python requires `__bool__` to return a real bool, and an `if`, `and` or "

@@ -15,6 +15,8 @@ guard ``L == value``)::
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 import torch.nn.functional as F
 
@@ -148,7 +150,17 @@ def pad(ctx, op, input, pad, mode="constant", value=None):
             shape = _reflect_or_replicate(ctx, m.shape, pairs, mode)
     else:
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
-    return ctx.emit(op, (input, pad, mode, value), {}, out(ctx, shape, m.dtype, input))
+    meta = out(ctx, shape, m.dtype, input)
+    if mode == "constant" and m.ndim in (4, 5) and not (m.strides is None and m.layout_known):
+        # constant_pad_nd allocates in suggest_memory_format(input): channels-last
+        # strides give a channels-last result, which symshape does not model here
+        meta = dataclasses.replace(meta, layout_known=False)
+    return ctx.emit(op, (input, pad, mode, value), {}, meta)
+
+
+# every mode allocates a fresh result: contiguous, but for constant_pad_nd of a
+# 4-D or 5-D input (its memory format follows the input's, above)
+pad.layout_exact = True
 
 
 # -- upsampling ------------------------------------------------------------------------------

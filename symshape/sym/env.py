@@ -69,6 +69,10 @@ class ShapeEnv:
         self._k = Knowledge(rank=self._rank, backed=self._is_backed, rigid=self._is_rigid)
         self._rigid: set[Symbol] = set()
         self._violations: list[Violation] = []
+        # ``on_data(kind, expr, where)``: a decision ("bool") or a value ("int") that
+        # depends on unbacked symbols, answered by the tracer (which splits the trace
+        # there) instead of a DataDependentError; what it answers is learned as a fact
+        self.on_data = None
         self._recorded: list[Guard] = []
         self._asserts: list[RuntimeAssert] = []
         self._valid: set[int] = set()  # uids of expressions checked by _validate
@@ -147,6 +151,12 @@ class ShapeEnv:
         return bool(rigid) and all(v in rigid for v in cond.free_symbols)
 
     # -- reading ------------------------------------------------------------------
+    @property
+    def epoch(self) -> int:
+        """Changes whenever what is known may have changed: a cache of simplified
+        values stays valid while the epoch is the same."""
+        return self._k.epoch
+
     def simplify(self, x):
         """``x`` rewritten with everything known: replacements, ranges, divisibility."""
         if type(x) is int or type(x) is bool:
@@ -199,7 +209,11 @@ class ShapeEnv:
             return r
         where = where or user_location()
         if any(v not in self._hints for v in s.free_symbols):
-            raise self._data_dependent(cond, s, where)
+            if self.on_data is None:
+                raise self._data_dependent(cond, s, where)
+            value = bool(self.on_data("bool", s, where))
+            self._learn(s if value else not_(s), where, "assert")
+            return value
         value = bool(E.evaluate(s, self._hints))
         taken = s if value else not_(s)
         if self._all_rigid(s):
@@ -214,6 +228,10 @@ class ShapeEnv:
         s = self.simplify(E._int(x))
         if type(s) is int:
             return s
+        if self.on_data is not None and any(v not in self._hints for v in s.free_symbols):
+            v = int(self.on_data("int", s, where or user_location()))
+            self._learn(E._CMP["eq"](s, v), where, "assert")
+            return v
         v = self.hint(s)
         self.guard(E._CMP["eq"](s, v), where)
         return v

@@ -22,10 +22,11 @@ from symshape.sym import CheckError, DataDependentError, ShapeEnv
 from symshape.sym import expr as E
 from symshape.sym import logic as L
 from symshape.sym.source import user_location
-from symshape.trace import pytypes
+from symshape.trace import pytypes, reads
 from symshape.trace import symfloat as F
 from symshape.trace.errors import TracingError
 from symshape.trace.proxy import TensorProxy, contiguous_strides
+from symshape.trace.reads import SplitState
 from symshape.trace.symnode import SymNode
 from symshape.trace.symvalues import to_symbool, to_symfloat, to_symint
 
@@ -77,6 +78,24 @@ class TraceContext:
         # ids of tensor Vars made here by an op that allocates its result (tag
         # "allocates") and not passed since to an op whose result may view them
         self.unaliased: set[int] = set()
+        self.float_labels: dict[int, str] = {}  # id(Var) of a float argument -> its label
+        self.layouts: dict = {}  # proxy sizes, strides and storage size by layout (proxy.py)
+        self.split: SplitState | None = None  # set when reads of data split (reads.py)
+        # id(Var) of a 0-d int tensor of sizes (torch.div(n, 2, ...)) -> its expression
+        self.int_values: dict[int, object] = {}
+
+    def split_at_reads(self, state: SplitState) -> None:  # reads of data become marks
+        self.split = state
+        self.env.on_data = self._on_data
+
+    def read(self, kind: str, inputs: tuple, convert: Callable, text: str):
+        """A value of the data Python reads (reads.py)."""
+        return reads.read(self, kind, inputs, convert, text)
+
+    def _on_data(self, kind: str, s, where):
+        """The ShapeEnv needs a decision or a value that depends on data."""
+        text = f"`{E.to_str(s)}`" + (" (a size or value read from data)" if kind == "int" else "")
+        return self.read(kind, (s,), bool if kind == "bool" else int, text)
 
     def _where(self):
         """The user's line: the current frame, or (in a backward) the forward op's."""
@@ -115,10 +134,13 @@ class TraceContext:
     # -- proxies ------------------------------------------------------------------
     def proxy(self, var: Var, meta: TensorMeta) -> TensorProxy:
         var.meta = meta
-        return TensorProxy(self, var, meta)
+        p = TensorProxy(self, var, meta)
+        if self.split is not None:
+            self.split.live.add(p)
+        return p
 
     def meta(self, t) -> TensorMeta:
-        if isinstance(t, TensorProxy):
+        if type(t) is TensorProxy:
             self._own(t)
             self.touched.add(id(t._ss_var))
             return t._ss_meta
@@ -189,6 +211,13 @@ class TraceContext:
         if isinstance(x, E.Expr):
             return x
         if isinstance(x, torch.Tensor) and x.dim() == 0 and not x.dtype.is_floating_point:
+            known = self.int_values.get(id(getattr(x, "_ss_var", None)))  # ops/elementwise.py
+            if known is not None and x._ss_ctx is self:
+                return known
+            if isinstance(x, TensorProxy):  # eager takes operator.index(x): a read of its data
+                v = self.read("int", (x,), operator.index, "`operator.index(t)` of a 0-d tensor")
+                if v is not None:
+                    return v
             raise TracingError(
                 "a 0-d tensor was used where an int is needed; use .item() explicitly"
             )
@@ -291,10 +320,13 @@ class TraceContext:
         r = self.env.known(cond)
         if r is not None:
             return r
+        hook, self.env.on_data = self.env.on_data, None  # a default, never a split
         try:
             return self.env.guard(cond, self._where())
         except DataDependentError:
             return default
+        finally:
+            self.env.on_data = hook
 
     def flush_asserts(self) -> None:
         """Emit ASSERT nodes for runtime asserts the env recorded since the last call."""
@@ -334,7 +366,10 @@ class TraceContext:
         """A float operand as a Ratio (or a plain float when not representable)."""
         v = node.value
         if isinstance(v, F.Opaque):
-            raise self._opaque_error(v, "exact arithmetic needs the value of")
+            known = self._opaque_value(v)
+            if known is None:
+                raise self._opaque_error(v, "exact arithmetic needs the value of")
+            v = known
         if node.kind == "int":
             return F.ratio(v, 1)
         if node.kind == "bool":
@@ -355,6 +390,18 @@ class TraceContext:
         self.nodes.append(Node(op, a, (), (v,), self._where(), unpack=True))
         return self.symfloat(F.Opaque(v, what))
 
+    def _opaque_value(self, o):
+        """A float read from data whose value Python needs: the trace splits here
+        (``None`` when it does not split, or the float is an argument)."""
+        if o.is_input or self.split is None:
+            return None
+        known = self.split.floats.get(id(o.var))
+        if known is None:  # read once: the rest of the call is traced for this value
+            known = self.split.floats[id(o.var)] = self.read(
+                "float", (o.var,), float, f"`{o.what}`"
+            )
+        return known
+
     def _opaque_error(self, o, verb: str):
         where = self._where()
         err = DataDependentError(
@@ -363,13 +410,16 @@ class TraceContext:
             + "\nFix: keep the value in a tensor (e.g. torch.where) instead of deciding on it in Python.",
             location=where,
         )
-        err.float_input = o.what if o.is_input else None
+        err.float_input = (o.label or o.what) if o.is_input else None
         return err
 
     def concrete_float(self, node) -> float:
         v = node.value if isinstance(node, SymNode) else node
         if isinstance(v, F.Opaque):
-            raise self._opaque_error(v, "Python needs the value of")
+            known = self._opaque_value(v)
+            if known is None:
+                raise self._opaque_error(v, "Python needs the value of")
+            return known
         if node.kind == "int":
             return float(self.concrete_int(v))
         if node.kind == "bool":
@@ -444,7 +494,7 @@ class TraceContext:
         self.nodes.append(Node(operator_ref(fn), (x, y), (), (v,), self._where()))
         what = f"({a.value} {fn} {b.value})"
         src = a.value if isinstance(a.value, F.Opaque) else b.value
-        return SymNode(self, F.Opaque(v, what, src.is_input), "float")
+        return SymNode(self, F.Opaque(v, what, src.is_input, src.label or src.what), "float")
 
     def _float_operand(self, n: SymNode):
         if isinstance(n.value, F.Opaque):
@@ -458,6 +508,14 @@ class TraceContext:
     def float_compare(self, build, a: SymNode, b: SymNode):
         for n in (a, b):
             if isinstance(n.value, F.Opaque):
+                if self.split is not None and not n.value.is_input:  # split on the answer
+                    fn = _PY_CMP[build]
+                    v = self.new_var("b", "bool")
+                    args = (self._float_operand(a), self._float_operand(b))
+                    self.nodes.append(
+                        Node(operator_ref(fn.__name__), args, (), (v,), self._where())
+                    )
+                    return self.read("bool", (v,), bool, f"`{a.value} {fn.__name__} {b.value}`")
                 raise self._opaque_error(n.value, "a comparison needs the value of")
         ra, rb = self.as_ratio(a), self.as_ratio(b)
         if isinstance(ra, F.Ratio) and isinstance(rb, F.Ratio) and ra.exact and rb.exact:
@@ -469,7 +527,12 @@ class TraceContext:
         if node.kind == "int":
             return node.value
         if isinstance(node.value, F.Opaque):
-            raise self._opaque_error(node.value, f"`{mode}` needs the value of")
+            known = self._opaque_value(node.value)
+            if known is None:
+                raise self._opaque_error(node.value, f"`{mode}` needs the value of")
+            import math
+
+            return {"floor": math.floor, "ceil": math.ceil, "trunc": math.trunc}[mode](known)
         r = self.as_ratio(node)
         if not isinstance(r, F.Ratio):
             import math
@@ -535,7 +598,7 @@ class TraceContext:
         t = type(x)
         if t is int or t is float or t is bool or t is str or x is None:
             return x
-        if isinstance(x, TensorProxy):
+        if t is TensorProxy:
             self._own(x)
             self.touched.add(id(x._ss_var))
             return x._ss_var
@@ -592,10 +655,12 @@ class TraceContext:
     def emit(self, op, args=(), kwargs=None, out=None, *, effect: bool = False):
         """Record ``op(*args, **kwargs)``. ``out`` is a TensorMeta (one tensor), a
         tuple/list of TensorMetas (several, unpacked), or None (no result)."""
-        a = tuple(self.arg(x) for x in args)
-        kw = tuple((k, self.arg(v)) for k, v in (kwargs or {}).items())
+        a = tuple([self.arg(x) for x in args])
+        kw = tuple([(k, self.arg(v)) for k, v in kwargs.items()]) if kwargs else ()
         where = self._where()
         extra = {"effect": True} if effect else {}
+        if effect or getattr(op, "effect", False):  # it may change a tensor of sizes in place
+            self.int_values.clear()
         if out is not None and not getattr(op, "layout_exact", False):
             out = _layout(out, args, kwargs)
         if out is not None and torch.is_grad_enabled() and _any_requires_grad(args, kwargs):
@@ -676,7 +741,7 @@ class TraceContext:
 
 def _any_requires_grad(args, kwargs) -> bool:
     for x in (*args, *(kwargs or {}).values()):
-        if isinstance(x, TensorProxy) and x._ss_meta.requires_grad:
+        if type(x) is TensorProxy and x._ss_meta.requires_grad:
             return True
         if type(x) in (tuple, list) and _any_requires_grad(x, None):
             return True
@@ -685,7 +750,7 @@ def _any_requires_grad(args, kwargs) -> bool:
 
 def _layouts(xs):
     for x in xs:
-        if isinstance(x, TensorProxy):
+        if type(x) is TensorProxy:
             yield x._ss_meta
         elif type(x) in (tuple, list):
             yield from _layouts(x)

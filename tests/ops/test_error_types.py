@@ -295,7 +295,7 @@ def test_backed_sizes_failing_at_trace_time_raise_eagers_type():
     ],
 )
 def test_python_number_of_a_tensor_says_why_and_the_fix(convert, t, fix):
-    g = symshape.jit(lambda x, t: x * convert(t), dynamic=True)
+    g = symshape.jit(lambda x, t: x * convert(t), dynamic=True, fullgraph=True)
     with pytest.raises(symshape.DataDependentError) as e:
         g(torch.randn(4), t)
     msg = str(e.value)
@@ -319,7 +319,7 @@ def test_the_fix_traces_like_eager(convert, t):
 
 
 def test_bool_of_a_tensor_is_refused_with_the_reason():
-    g = symshape.jit(lambda x, t: x if t else -x, dynamic=True)
+    g = symshape.jit(lambda x, t: x if t else -x, dynamic=True, fullgraph=True)
     with pytest.raises(symshape.DataDependentError, match="`__bool__` to return a real bool"):
         g(torch.randn(4), torch.tensor(True))
 

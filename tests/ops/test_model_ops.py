@@ -50,12 +50,22 @@ def check_backward(fn, make, trace_at, run_at, *, max_traces=1):
 # -- 1. `element in x` -----------------------------------------------------------------------
 
 
-def test_contains_is_refused_where_the_bool_is_read_with_the_fix():
+def test_contains_is_refused_with_fullgraph_where_the_bool_is_read_with_the_fix():
     with pytest.raises(symshape.DataDependentError) as e:
-        symshape.jit(lambda x: (0.5 in x) + x, dynamic=True)(torch.randn(4, 3))
+        symshape.jit(lambda x: (0.5 in x) + x, dynamic=True, fullgraph=True)(torch.randn(4, 3))
     msg = str(e.value)
     assert "`0.5 in x`" in msg and "test_model_ops.py" in msg
     assert "keep it as a tensor" in msg and "(x == 0.5).any()" in msg
+
+
+def test_contains_splits_the_trace_and_matches_eager():
+    def fn(x):
+        return x * 2 if 0.5 in x else x - 1
+
+    f = symshape.jit(fn, dynamic=True)
+    for x in (torch.tensor([0.5, 1.0]), torch.randn(4), torch.tensor([2.0, 0.5, 3.0])):
+        torch.testing.assert_close(f(x), fn(x))
+    assert f.stats.continuations == 2
 
 
 def test_contains_checks_the_element_like_eager_first():

@@ -1,0 +1,272 @@
+"""Back ends: a trace's computation handed to a compiler, once per shape family.
+
+``symshape.jit(fn, backend=...)``: ``"eager"`` (the default) runs the trace's
+Python, op by op on eager kernels. Anything else is torch.compile's protocol,
+``backend(gm, example_inputs) -> callable``: ``"inductor"`` (PyTorch Inductor),
+a name ``torch._dynamo.list_backends()`` knows, or your own callable.
+
+At the first call a trace serves, its compiled Python is traced again with
+``make_fx`` on fake tensors whose sizes are SymInts of PyTorch's own ShapeEnv,
+one per symbol of the trace: the back end gets an ATen-level
+``torch.fx.GraphModule`` whose placeholders carry those symbolic sizes in
+``node.meta["val"]``, and the example inputs. Sizes reach the compiled callable
+as ints, as they reach the trace.
+
+Soundness stays symshape's: whatever the back end assumed while compiling (the
+guards PyTorch's ShapeEnv recorded: ``Ne(s0, 1)``, a divisibility) is checked
+on every call before the compiled callable runs. A call that fails them runs
+another artifact compiled for its family (up to ``_ARTIFACTS``), else the
+trace's own Python. A back end that fails to compile falls back to the trace's
+Python with a warning naming its error; the call never fails for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from collections.abc import Callable
+
+import torch
+
+from symshape.ir import TensorMeta, Trace, Var
+from symshape.sym import expr as E
+
+log = logging.getLogger("symshape")
+
+_ARTIFACTS = 4  # compiled callables per trace: one per shape family its guards tell apart
+
+
+class BackendWarning(UserWarning):
+    """A back end failed to compile a trace; the trace runs on eager kernels."""
+
+
+def resolve(backend) -> Callable | None:
+    """The back end callable for ``backend`` (None: the trace's own Python)."""
+    if backend is None or backend == "eager":
+        return None
+    if callable(backend):
+        return backend
+    if backend == "inductor":
+        return _inductor
+    if isinstance(backend, str):
+        from torch._dynamo import list_backends, lookup_backend
+
+        if backend not in list_backends(exclude_tags=()):
+            raise ValueError(
+                f"unknown backend {backend!r}: expected 'eager', 'inductor', a callable "
+                f"backend(gm, example_inputs), or one of {sorted(list_backends(exclude_tags=()))}"
+            )
+        return lookup_backend(backend)
+    raise TypeError(
+        f"backend must be a name or a callable backend(gm, example_inputs), found {backend!r}"
+    )
+
+
+def _inductor(gm, example_inputs):
+    from torch._inductor.compile_fx import compile_fx
+
+    with torch.no_grad():  # an inference graph: symshape's own backward is traced too
+        return compile_fx(gm, example_inputs)
+
+
+class Compiled:
+    """A trace's compiled Python, served by a back end where its guards allow.
+
+    ``boxed``: the function takes one list of its inputs (a backward)."""
+
+    def __init__(self, trace: Trace, run: Callable, backend: Callable, name: str, owner=None):
+        self.trace = trace
+        self.run = run
+        self.backend = backend
+        self.name = name
+        self.owner = owner  # the JitFunction whose stats count the compiles
+        self.artifacts: list = []  # (check, compiled)
+        self.failed = False
+        self.sources = _size_sources(trace)
+
+    def __call__(self, *args):
+        for check, fn in self.artifacts:
+            if check(args):
+                return fn(*args)
+        if not self.failed and len(self.artifacts) < _ARTIFACTS:
+            art = self._compile(args)
+            if art is not None and art[0](args):
+                return art[1](*args)
+        return self.run(*args)
+
+    def _compile(self, args):
+        t0 = time.perf_counter()
+        try:
+            gm, fakes, env, symbols = _graph(self.trace, self.run, args, self.sources)
+            fn = self.backend(gm, fakes)
+            check = _guard_check(env, symbols, self.sources)
+        except Exception as e:  # any back end's failure: the trace's Python still serves
+            self.failed = True
+            msg = (
+                f"symshape.jit({self.name}): the back end could not compile {self.trace.name} "
+                f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); it runs on "
+                "eager kernels."
+            )
+            warnings.warn(msg, BackendWarning, stacklevel=2)
+            log.info(msg)  # the warning is the printed copy
+            return None
+        seconds = time.perf_counter() - t0
+        if self.owner is not None:
+            self.owner.stats.backend_compiles += 1
+            self.owner.stats.backend_seconds += seconds
+        log.info(
+            "symshape: %s: the back end compiled %s in %.1f s; it assumes: %s",
+            self.name,
+            self.trace.name,
+            seconds,
+            ", ".join(str(g.expr) for g in env.guards) or "nothing",
+        )
+        fn = _like_trace(fn, self.trace.output)
+        self.artifacts.append((check, fn))
+        return check, fn
+
+
+def _values_only(run: Callable, output) -> Callable:
+    """``run`` returning only the values its output computes (a tuple of them): a
+    back end compiles tensors and sizes, not the constants (``None``, a device) a
+    trace returns beside them."""
+
+    def flat(*a):
+        out: list = []
+        _leaves(run(*a), output, out)
+        return tuple(out)
+
+    return flat
+
+
+def _leaves(value, template, out: list) -> None:
+    if type(template) is Var:
+        out.append(value)
+    elif type(template) in (tuple, list):
+        for v, t in zip(value, template):
+            _leaves(v, t, out)
+    elif type(template) is dict:
+        for k, t in template.items():
+            _leaves(value[k], t, out)
+
+
+def _rebuild(values, template, pos: list):
+    if type(template) is Var:
+        pos[0] += 1
+        return values[pos[0] - 1]
+    if type(template) in (tuple, list):
+        return type(template)(_rebuild(values, t, pos) for t in template)
+    if type(template) is dict:
+        return {k: _rebuild(values, t, pos) for k, t in template.items()}
+    return template  # a constant the trace returns
+
+
+def _like_trace(fn: Callable, output) -> Callable:
+    """``fn`` (returning the output's values in order) returning what the trace's
+    Python returns."""
+
+    def run(*a):
+        return _rebuild(list(fn(*a)), output, [0])
+
+    return run
+
+
+def _size_sources(trace: Trace) -> dict:
+    """Where each symbol's value is at a call: ``("arg", i)`` (a size input) or
+    ``("size", i, d)`` (dimension d of tensor input i)."""
+    out: dict = {}
+    for i, v in enumerate(trace.inputs):
+        if isinstance(v.meta, E.Symbol):
+            out.setdefault(v.meta, ("arg", i))
+    for i, v in enumerate(trace.inputs):
+        if isinstance(v.meta, TensorMeta):
+            for d, s in enumerate(v.meta.shape):
+                if isinstance(s, E.Symbol):
+                    out.setdefault(s, ("size", i, d))
+    return out
+
+
+def _value(src, args):
+    return args[src[1]] if src[0] == "arg" else args[src[1]].shape[src[2]]
+
+
+def _graph(trace: Trace, run: Callable, args: tuple, sources: dict):
+    """``run`` as an ATen graph on fake inputs with symbolic sizes."""
+    from torch._dynamo.source import ConstantSource
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
+
+    env = ShapeEnv(specialize_zero_one=False)
+    # the trace's constants (a buffer it captured) stay real: constants of the graph
+    mode = FakeTensorMode(shape_env=env, allow_non_fake_inputs=True)
+    symbols: dict = {}  # our Symbol -> (torch SymInt, its sympy symbol)
+    for s, src in sources.items():
+        hint = int(_value(src, args))
+        sym = env.create_symbol(hint, ConstantSource(s.name), dynamic_dim=DimDynamic.DYNAMIC)
+        symbols[s] = (env.create_symintnode(sym, hint=hint), sym)
+    values = {s: v for s, (v, _) in symbols.items()}
+
+    def size(e):
+        return e if type(e) is int else E.evaluate(e, values)
+
+    fakes = []
+    for v, a in zip(trace.inputs, args):
+        if isinstance(v.meta, TensorMeta):
+            m = v.meta
+            shape = [size(d) for d in m.shape]
+            strides = [size(d) for d in m.strides] if m.strides is not None else _contiguous(shape)
+            with mode:
+                # symshape differentiates the trace itself: the back end compiles a
+                # function of plain tensors (autograd.Function runs it with grad off)
+                fakes.append(torch.empty_strided(shape, strides, dtype=m.dtype, device=a.device))
+        elif isinstance(v.meta, E.Symbol):
+            fakes.append(symbols[v.meta][0])
+        else:
+            raise TypeError(f"{v.name} ({type(a).__name__}) is not a tensor or a size")
+    # in the fake mode: a factory (torch.arange(s1)) makes a fake of symbolic size too
+    with torch.no_grad(), mode:
+        gm = make_fx(_values_only(run, trace.output), tracing_mode="real")(*fakes)
+    return gm, fakes, env, symbols
+
+
+def _contiguous(shape: list) -> list:
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc = acc * d
+    return list(reversed(out))
+
+
+def _guard_check(env, symbols: dict, sources: dict) -> Callable:
+    """A function of the call's inputs: do the back end's assumptions hold?"""
+    from torch.utils._sympy.printers import PythonPrinter
+
+    names = {sym: s for s, (_, sym) in symbols.items()}
+    conds = [PythonPrinter().doprint(g.expr) for g in env.guards]
+    lines = ["def check(args):"]
+    for sym, s in names.items():
+        src = sources[s]
+        at = f"args[{src[1]}]" if src[0] == "arg" else f"args[{src[1]}].shape[{src[2]}]"
+        lines.append(f"    {sym} = {at}")
+    lines.append("    return " + (" and ".join(f"({c})" for c in conds) if conds else "True"))
+    scope: dict = {}
+    exec(compile("\n".join(lines) + "\n", "<symshape backend guards>", "exec"), scope)
+    return scope["check"]
+
+
+def wrap(trace: Trace, run: Callable, backend: Callable, name: str, owner, boxed=False):
+    """``run`` (a trace's compiled Python; ``boxed``: taking one list of inputs, a
+    backward) served by ``backend`` where its guards allow."""
+    if not boxed:
+        return Compiled(trace, run, backend, name, owner)
+    c = Compiled(trace, lambda *a: run(list(a)), backend, name, owner)
+
+    def run_boxed(inputs: list):
+        args = tuple(inputs)
+        inputs.clear()
+        return c(*args)
+
+    run_boxed.compiled = c
+    return run_boxed

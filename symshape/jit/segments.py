@@ -1,0 +1,308 @@
+"""A trace that reads tensor data, cut into segments at its reads.
+
+Python read a value of the data (``if x.sum() > 0``, ``int(n)``, ``t.tolist()``)
+at each *mark* of the trace (``trace/reads.py``). The nodes between two marks
+are one *segment*, compiled on its own::
+
+    segment0(inputs)              -> frame values, then what the read needs
+    segment1(inputs, frame ...)   -> ...
+    segmentK(inputs, frame ...)   -> the call's outputs
+
+The *frame* carries values from one segment to the next, by name: the traced
+tensors Python could still reach at the read (their proxies were alive), and
+every scalar computed before it. A trace whose last read has no value yet (the
+attempt stopped there, ``pending``) ends with that read's segment.
+
+Paths traced for other values of the same reads share their first segments
+node for node (tracing is deterministic): ``sig`` identifies a path up to the
+end of a segment, so a call can leave one path at a read and go on in another
+(``splits.py``). Each segment is its own ``autograd.Function``: gradients flow
+from one into the next through the frame tensors.
+"""
+
+from __future__ import annotations
+
+import io
+import tokenize
+from dataclasses import dataclass
+
+from symshape.ir import ASSERT, Node, TensorMeta, Trace, Var, compile_trace, cse, dce, iter_vars
+from symshape.ir.passes import draws, has_effect
+from symshape.ops import grad_mode
+from symshape.trace.modules import MISSING
+from symshape.trace.reads import key, show
+
+
+@dataclass
+class Read:
+    """The read a segment ends with: ``convert(*values of sources)``."""
+
+    sources: tuple  # ("frame", name) | ("input", index) | ("const", value)
+    convert: object
+    text: str
+    where: object
+
+    def describe(self) -> str:
+        """``"`if x.sum() > 0:` at model.py:12 in forward"``: the user's line."""
+        line = _code(self.where.line) if self.where is not None else ""
+        what = f"`{line}`" if line else self.text
+        return f"{what} at {self.where}" if self.where is not None else what
+
+    def reason(self, value) -> str:
+        """Why a continuation was traced, in words."""
+        line = _code(self.where.line) if self.where is not None else ""
+        what = f"`{line}`" if line else self.text
+        at = f" at {self.where}" if self.where is not None else ""
+        return f"{what} read {show(value)}{at}; traced a new continuation"
+
+
+def _code(line: str) -> str:
+    """A source line without its comment."""
+    if "#" not in line:
+        return line
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(line).readline):
+            if tok.type == tokenize.COMMENT:
+                return line[: tok.start[1]].rstrip()
+    except (tokenize.TokenError, SyntaxError):  # an unfinished line (an open bracket)
+        return line
+    return line
+
+
+@dataclass
+class Segment:
+    run: object  # compiled: (*inputs, *frame values of frame_in) -> outputs
+    spec: object  # rebuilds the outputs of an autograd run (or the last segment's result)
+    frame_in: tuple  # names taken from the frame, after the prologue's inputs
+    frame_out: tuple  # names of the values it adds to the frame (its first outputs)
+    keep: frozenset  # names the frame keeps after it
+    read: Read | None  # None: the last segment, which returns the call's result
+    computation: Trace
+    backward: Trace | None
+    sig: int  # the path up to this segment's end (nodes, frame, read)
+    effects: bool  # has in-place updates or random draws
+
+
+@dataclass
+class Path:
+    """One traced path through the reads: ``values`` were read at the first marks."""
+
+    trace: object  # Segmented: inputs (what the prologue returns), printable
+    used: set
+    segments: list
+    values: tuple
+    pending: bool  # the last segment ends in a read no value was traced for
+
+    def __post_init__(self) -> None:
+        self.keys = tuple(key(v) for v in self.values)  # what a read's value is compared by
+
+
+class Segmented:
+    """The segments of one path, printable as one computation."""
+
+    def __init__(self, inputs: list, path: Path | None = None):
+        self.inputs = inputs
+        self.path = path
+
+    @property
+    def nodes(self) -> list:
+        return [n for s in self.path.segments for n in s.computation.nodes]
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def python(self, release: bool = False) -> str:
+        parts = []
+        p = self.path
+        for i, s in enumerate(p.segments):
+            parts.append(s.computation.python(release=release).rstrip("\n"))
+            if s.read is not None:
+                got = (
+                    f"traced for the value {p.values[i]!r}"
+                    if i < len(p.values)
+                    else "no value traced yet"
+                )
+                parts.append(f"# split: Python reads {s.read.describe()}; {got}")
+        return "\n".join(parts) + "\n"
+
+    def __str__(self) -> str:
+        return self.python()
+
+
+def undo_writes(writes: dict, read_states: list) -> None:
+    """Put back what an attempt that stopped at a read wrote into modules and
+    objects: the attempt that knows the value runs the same Python again."""
+    from symshape.jit.writes import restore
+
+    for mod, attr, old, _ in writes.values():
+        if old is MISSING:
+            if attr in mod.__dict__ or attr in mod._buffers:
+                delattr(mod, attr)
+        else:
+            setattr(mod, attr, old)
+    for obj, state in read_states:
+        restore(obj, state)
+
+
+def _shape(a):
+    t = type(a)
+    if t is Var:
+        return "%" + a.name
+    if t in (tuple, list):
+        return tuple(_shape(x) for x in a)
+    if t is dict:
+        return tuple((k, _shape(v)) for k, v in a.items())
+    if t is slice:
+        return ("slice", _shape(a.start), _shape(a.stop), _shape(a.step))
+    return repr(a)
+
+
+def _node_sig(n: Node) -> tuple:
+    return (
+        getattr(n.op, "name", repr(n.op)),
+        tuple(v.name for v in n.outputs),
+        _shape(n.args),
+        _shape(n.kwargs),
+    )
+
+
+def build(ctx, b, marks: list, pending, output, out_spec, name: str, grad0: bool, target):
+    """Cut the recorded nodes at ``marks`` (and ``pending``) and compile each segment."""
+    from symshape.jit.tracer import _autograd, _simplify_metas, path_inputs
+
+    nodes = list(ctx.nodes)
+    allm = list(marks) + ([pending] if pending is not None else [])
+    if pending is not None:
+        del nodes[pending.index :]  # the attempt ran on past the read: nothing of it is used
+    pos: dict[int, int] = {}
+    byid: dict[int, Var] = {}
+    for i, n in enumerate(nodes):
+        for v in n.outputs:
+            pos[id(v)] = i
+            byid[id(v)] = v
+    final_out = list(iter_vars(output)) if pending is None else []
+    bounds = [0] + [m.index for m in allm] + ([len(nodes)] if pending is None else [])
+    nseg = len(bounds) - 1
+
+    def read_vars(m):
+        return [v for v in iter_vars(m.inputs) if id(v) in pos]
+
+    # what each segment reads of earlier values: its nodes, its read, the result
+    uses: list[set] = []
+    for j in range(nseg):
+        u = {id(v) for n in nodes[bounds[j] : bounds[j + 1]] for v in n.inputs()}
+        if j < len(allm):
+            u |= {id(v) for v in iter_vars(allm[j].inputs)}
+        else:
+            u |= {id(v) for v in final_out}
+        uses.append(u)
+    used = set().union(*uses) if uses else set()
+    inputs = path_inputs(ctx, b, used, all_sizes=True)
+    input_index = {id(v): i for i, v in enumerate(inputs)}
+
+    def scalar(v) -> bool:
+        return not isinstance(v.meta, TensorMeta)
+
+    def live(m) -> set:
+        """What the rest of the call can still reach at read ``m``."""
+        alive = set(m.live)
+        out = {i for i, p in pos.items() if p < m.index and (i in alive or scalar(byid[i]))}
+        return out | {id(v) for v in read_vars(m)}
+
+    later = [set() for _ in range(nseg)]
+    acc: set = set()
+    for j in range(nseg - 1, -1, -1):
+        later[j] = set(acc)
+        acc |= uses[j]
+
+    segs: list[Segment] = []
+    sig = 0  # the inputs a path fetches may differ (its later segments use others)
+    where_from = getattr(target, "__qualname__", name)
+    for j in range(nseg):
+        lo, hi = bounds[j], bounds[j + 1]
+        body = nodes[lo:hi]
+        last = j == len(allm)
+        before = sorted((i for i, p in pos.items() if p < lo), key=pos.get)
+        frame_in = [byid[i] for i in before if i in uses[j] or scalar(byid[i])]
+        mark_in = allm[j - 1] if j > 0 else None
+        if mark_in is not None and mark_in.grad != grad0:  # the read was inside a grad switch
+            body = [Node(grad_mode.SET_GRAD, (mark_in.grad,), extra={"effect": True}), *body]
+        if last:
+            out, spec, read, keep = output, out_spec, None, frame_in
+            out_names: tuple = ()
+        else:
+            m = allm[j]
+            reach = live(m) | later[j]
+            order = sorted(reach, key=lambda i: pos.get(i, -1))
+            mine = [byid[i] for i in order if lo <= pos.get(i, -1) < hi]
+            out, spec = tuple(mine), None
+            out_names = tuple(v.name for v in mine)
+            keep = [byid[i] for i in reach if i in pos]
+            sources = tuple(_source(ctx, x, input_index) for x in m.inputs)
+            read = Read(sources, m.convert, m.text, m.where)
+        t = Trace(f"segment{j}", inputs + frame_in, body, out, ctx.asserts, dict(ctx.constants))
+        t = dce(cse(t))
+        t.doc = f"segment {j} of {where_from}" + (
+            f", up to where Python reads {read.describe()}" if read else ""
+        )
+        g = _autograd(ctx, t, t.output, spec, name)
+        t = grad_mode.for_run(t, g is not None)
+        if g is not None:
+            spec = g.spec
+        _simplify_metas(t, ctx.env)
+        t.lint()
+        run = compile_trace(t)
+        backward = None
+        if g is not None:
+            from symshape.autograd import make_function
+
+            _simplify_metas(g.backward.trace, ctx.env)
+            backward = g.backward.trace
+            fn = make_function(
+                f"{name.title().replace('_', '')}Segment{j}",
+                run,
+                compile_trace(backward, boxed=True),
+                g.n_out,
+                len(g.backward.saved),
+                g.diff_out,
+                [t.inputs.index(v) for v in g.inputs],
+                len(t.inputs),
+            )
+            run = fn.apply
+        run = grad_mode.restoring(t, run)
+        # what the path is up to here: its nodes, what Python can reach, the read (not
+        # what this path goes on to use: another path may use other frame values)
+        reachable = tuple(sorted(byid[i].name for i in live(allm[j]))) if read else ()
+        sig = hash((sig, tuple(_node_sig(n) for n in body), reachable, read and read.text))
+        segs.append(
+            Segment(
+                run,
+                spec,
+                tuple(v.name for v in frame_in),
+                out_names,
+                frame_names(keep),
+                read,
+                t,
+                backward,
+                sig,
+                any((has_effect(n) and n.op is not ASSERT) or draws(n) for n in body),
+            )
+        )
+    values = tuple(m.value for m in marks)
+    path = Path(Segmented(inputs), used, segs, values, pending is not None)
+    path.trace.path = path
+    return path
+
+
+def frame_names(vs) -> frozenset:
+    return frozenset(v.name for v in vs)
+
+
+def _source(ctx, x, input_index: dict):
+    if type(x) is Var:
+        if id(x) in input_index:
+            return ("input", input_index[id(x)])
+        if x.name in ctx.constants:
+            return ("const", ctx.constants[x.name])
+        return ("frame", x.name)
+    return ("const", x)

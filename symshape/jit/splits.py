@@ -1,0 +1,205 @@
+"""Running a trace that splits where Python reads tensor data.
+
+A call runs the segments of the entry its prologue accepted (``segments.py``).
+After each segment it computes the value Python read there (a bool, an int, a
+float, a list) and goes on in the path traced for that value: the same entry
+when it was traced for it, else another entry whose segments up to here are the
+same (its prologue checked too: the rest of that path has guards of its own),
+else a new *continuation*, traced for the value (the whole function traced again
+with the values read so far known) and kept for later calls. One call is still
+one call: a segment that ran is never run again, so in-place updates and random
+draws happen once, and each segment is an ``autograd.Function``, so gradients
+flow across the reads.
+
+``split_limit`` bounds the values traced at one read (and the reads in one
+path): past it a call that meets a new value runs the whole function eagerly
+with a warning naming the line, when what already ran changed nothing (no
+in-place update, no random draw); otherwise the new value is traced for that
+call alone, not kept.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+import torch
+
+from symshape.jit.outputs import unflatten
+from symshape.trace.errors import TracingError
+from symshape.trace.reads import key, show
+
+log = logging.getLogger("symshape")
+_RECOMPILES = {"symshape_log": "recompiles"}  # its SYMSHAPE_LOGS category (logs.py)
+
+
+class SplitLimitWarning(UserWarning):
+    """A read of tensor data met more values than ``split_limit``; those calls run eagerly."""
+
+
+def _fetch(src, inputs, frame):
+    kind, x = src
+    if kind == "frame":
+        return frame[x]
+    if kind == "input":
+        return inputs[x]
+    return x
+
+
+def run(jf, entry, inputs: tuple, m, args: tuple, kwargs: dict, fresh: bool = False):
+    """One call of a split entry, from its first segment (``fresh``: traced by this call)."""
+    grad0 = torch.is_grad_enabled()
+    frame: dict = {}
+    j = 0
+    try:
+        while True:
+            path = entry.split
+            seg = path.segments[j]
+            res = seg.run(*inputs, *[frame[n] for n in seg.frame_in])
+            if seg.read is None:
+                return _finish(entry, seg, res, m, args, kwargs, fresh)
+            if seg.spec is not None:
+                res = unflatten(res, seg.spec)
+            frame.update(zip(seg.frame_out, res))
+            del res
+            torch._C._set_grad_enabled(grad0)
+            r = seg.read
+            value = r.convert(*[_fetch(s, inputs, frame) for s in r.sources])
+            frame = {k: v for k, v in frame.items() if k in seg.keep}
+            if j < len(path.values) and path.keys[j] == key(value):
+                j += 1
+                continue
+            nxt = _continue(jf, entry, j, value, m, args, kwargs, frame)
+            if nxt is None:  # past split_limit, nothing changed yet: the call runs eagerly
+                del frame
+                jf.stats.eager_calls += 1
+                if jf.stats.cache_hits:
+                    jf.stats.cache_hits -= 1  # counted as a hit when its prologue accepted it
+                return jf._fn(*args, **kwargs)
+            entry, inputs, fresh = nxt
+            j += 1
+    except BaseException:
+        torch._C._set_grad_enabled(grad0)
+        raise
+
+
+def _finish(entry, seg, res, m, args, kwargs, fresh: bool):
+    if entry.replay is not None:
+        out = entry.replay(res, m, args, kwargs)
+        if entry.rebase is not None and not fresh:  # as api.py: a traced call does not re-base
+            entry.rebase()
+        return out
+    return res if seg.spec is None else unflatten(res, seg.spec)
+
+
+def _same_point(p, path, j: int) -> bool:
+    """Does path ``p`` reach the read at the end of ``path``'s segment ``j``?"""
+    return (
+        len(p.segments) > j
+        and p.keys[:j] == path.keys[:j]
+        and p.segments[j].sig == path.segments[j].sig
+    )
+
+
+def _continue(jf, entry, j: int, value, m, args, kwargs, frame):
+    """The entry (and its prologue's inputs) that goes on after segment ``j``
+    for ``value``: found among the entries, or traced; None: run eagerly."""
+    path = entry.split
+    k = key(value)
+    for e in jf._entries:
+        p = e.split
+        if p is None or len(p.values) <= j or p.keys[j] != k or not _same_point(p, path, j):
+            continue
+        if any(n not in frame for n in p.segments[j + 1].frame_in):
+            continue
+        r = e.check(m, args, kwargs) if m is not None else e.check(args, kwargs)
+        if type(r) is tuple:
+            return e, r, False
+    read = path.segments[j].read
+    seen = {
+        p.keys[j]
+        for p in (e.split for e in jf._entries)
+        if p is not None and len(p.values) > j and _same_point(p, path, j)
+    }
+    limit = jf._split_limit
+    keep = True
+    if len(seen) >= limit or j >= limit * 4:
+        pure = not any(s.effects for s in path.segments[: j + 1])
+        where = read.describe()
+        if id(read.where) not in jf._split_warned:
+            jf._split_warned.add(id(read.where))
+            what = "runs eagerly" if pure else "is traced for that call alone"
+            msg = (
+                f"symshape.jit({jf.__name__}): {where} has taken {len(seen)} values "
+                f"(split_limit={limit}); a call that reads another value there {what}. "
+                "Fix: keep the value in a tensor (torch.where) instead of deciding on it in "
+                "Python, or raise split_limit."
+            )
+            warnings.warn(msg, SplitLimitWarning, stacklevel=4)
+            log.info(msg, extra=_RECOMPILES)  # the warning is the printed copy
+        if pure:
+            return None
+        keep = False
+    reason = read.reason(value)
+    jf.stats.recompile_reasons.append(reason)
+    log.info("symshape: %s: %s", jf.__name__, reason, extra=_RECOMPILES)
+    with jf._lock:
+        traced = jf._trace(m, args, kwargs, path.values[:j] + (value,))
+        new = type(entry)(traced)
+        if len(new.split.segments) <= j + 1 or new.split.segments[j].sig != path.segments[j].sig:
+            raise TracingError(
+                f"{jf.__name__} traced differently when called again with the same inputs: "
+                f"the computation before {read.describe()} changed. symshape splits a trace "
+                "there by tracing the call again, which needs the Python before the read to "
+                "do the same each time. Fix: make it deterministic, or use fullgraph=True and "
+                "keep the value in a tensor."
+            )
+        if any(n not in frame for n in new.split.segments[j + 1].frame_in):
+            missing = [n for n in new.split.segments[j + 1].frame_in if n not in frame]
+            raise TracingError(
+                f"symshape bug: the continuation after {read.describe()} reads {missing}, "
+                "which the segment before it does not hand on"
+            )
+        if keep:
+            jf._entries = (new, *jf._entries)
+        jf.stats.continuations += 1
+    r = new.first(m, args, kwargs) if m is not None else new.first(args, kwargs)
+    if type(r) is not tuple:
+        _, why = new.explain(m, args, kwargs)
+        raise TracingError(
+            f"symshape bug: a fresh continuation rejects the inputs it was traced from: {why}"
+        )
+    return new, r, True
+
+
+def tree(entries) -> str:
+    """The traced paths of a split function as a tree: each read (the user's line)
+    with the values a continuation was traced for, nested in the order read."""
+    points: dict = {}  # prefix of keys -> (read description, {key: (value, complete)})
+    roots = 0
+    for e in entries:
+        p = e.split
+        if p is None:
+            roots += 1
+            continue
+        for i, s in enumerate(p.segments):
+            if s.read is None:
+                break
+            at = points.setdefault(p.keys[:i], (s.read.describe(), {}))
+            if i < len(p.values):
+                done = not p.pending and i == len(p.values) - 1
+                prev = at[1].get(p.keys[i], (p.values[i], False))
+                at[1][p.keys[i]] = (p.values[i], prev[1] or done)
+    lines = [f"{roots} trace(s) without reads"] if roots else []
+
+    def walk(prefix: tuple, indent: str) -> None:
+        if prefix not in points:
+            return
+        text, children = points[prefix]
+        lines.append(f"{indent}{text}")
+        for k, (value, done) in children.items():
+            lines.append(f"{indent}  = {show(value)}" + (": returns" if done else ""))
+            walk((*prefix, k), indent + "    ")
+
+    walk((), "")
+    return "\n".join(lines)

@@ -1,0 +1,116 @@
+"""Python reads of tensor data while tracing: the places a trace splits.
+
+``if x.sum() > 0``, ``int(t)``, ``n = t.item(); x[:n] * n`` with a branch on
+``n``, ``t.tolist()`` of floats: Python needs a value that exists only when the
+computation runs. With splitting on (``symshape.jit``'s default), the trace
+records a *mark* there and asks the caller for the value: ``NeedRead`` when it
+does not know it, or the value it was given (``known``) when it does. The jit
+layer runs the trace up to the mark, computes the value, and traces the call
+again with it known (``jit/splits.py``). Without splitting (``fullgraph=True``,
+export) the read raises ``DataDependentError`` as it always did.
+
+A mark remembers what the rest of the call can still use: the traced tensors
+whose proxies are alive at the read (Python can reach no other), and every
+scalar the trace computed before it (sizes, ``.item()`` values).
+"""
+
+from __future__ import annotations
+
+import copy
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from symshape.ir import Var
+from symshape.sym import DataDependentError
+
+
+class NeedRead(BaseException):
+    """Raised through the user's code at a read whose value the trace does not
+    know. A ``BaseException``, so the user's ``except Exception`` does not
+    swallow it (as ``KeyboardInterrupt`` is not)."""
+
+    def __init__(self, mark: Mark):
+        super().__init__(mark.text)
+        self.mark = mark
+
+
+@dataclass
+class Mark:
+    """One read: after node ``index`` of the trace, Python took ``convert(*inputs)``."""
+
+    index: int  # reads happen after ctx.nodes[:index]
+    inputs: tuple  # IR values (Vars) the value is computed from
+    convert: Callable  # at run time: value = convert(*values of inputs)
+    text: str  # what was read, in the user's words: `bool(x.sum() > 0)`
+    where: Any  # the user's Location
+    grad: bool  # grad mode at the read
+    live: list  # ids of the Vars whose proxies were alive at the read
+    value: Any = None  # the value it was given (a mark the attempt stopped at has none)
+
+
+@dataclass
+class SplitState:
+    """What one tracing attempt knows about the reads it will meet."""
+
+    known: tuple  # values of the first len(known) reads, in order
+    inference: bool  # inference mode at the start: a split inside a change of it is refused
+    marks: list = field(default_factory=list)
+    live: weakref.WeakSet = field(default_factory=weakref.WeakSet)
+    floats: dict = field(default_factory=dict)  # id(Var) of a float read -> its value
+
+    def value(self, i: int):
+        """The known value of read ``i``, fresh (a list Python may change is a copy)."""
+        v = self.known[i]
+        return copy.deepcopy(v) if isinstance(v, (list, dict)) else v
+
+
+def key(value) -> Any:
+    """A hashable key that tells apart what a continuation may tell apart: a list
+    becomes a tuple, a float its exact bits (``-0.0`` and ``nan`` included)."""
+    t = type(value)
+    if t is list or t is tuple:
+        return (t.__name__, *(key(x) for x in value))
+    if t is float:
+        return ("float", value.hex())
+    if t is complex:
+        return ("complex", value.real.hex(), value.imag.hex())
+    return (t.__name__, value)
+
+
+def show(value) -> str:
+    """The value as the logs and printed trees show it."""
+    s = repr(value)
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+def read(ctx, kind: str, inputs: tuple, convert: Callable, text: str):
+    """Python reads a value of the data: the known value of this read, or
+    ``NeedRead``; ``None`` when the trace does not split (the caller then
+    refuses, as without splitting)."""
+    sp = ctx.split
+    if sp is None:
+        return None
+    where = ctx._where()
+    if torch.is_inference_mode_enabled() != sp.inference:
+        raise DataDependentError(
+            f"{text} reads tensor data inside a change of torch.inference_mode"
+            + (f"\n  at {where.describe()}" if where else "")
+            + "\nsymshape splits a trace at such a read only outside inference-mode "
+            "blocks. Fix: move the read out of the block, or keep the value in a tensor.",
+            location=where,
+        )
+    ctx.flush_asserts()
+    # may bind a SYM node: before the mark
+    args = tuple(x if type(x) is Var else ctx.arg(x) for x in inputs)
+    live = [id(p._ss_var) for p in sp.live if p._ss_ctx is ctx]
+    mark = Mark(len(ctx.nodes), args, convert, text, where, torch.is_grad_enabled(), live)
+    i = len(sp.marks)
+    if i < len(sp.known):
+        mark.value = sp.known[i]
+        sp.marks.append(mark)
+        return sp.value(i)
+    raise NeedRead(mark)

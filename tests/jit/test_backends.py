@@ -1,0 +1,156 @@
+"""Back ends (jit/backends.py): torch.compile's protocol, Inductor, and the
+soundness of what a back end assumes.
+
+Each trace's computation reaches the back end once per shape family, as an
+ATen ``GraphModule`` whose placeholders carry symbolic sizes; the assumptions
+the compile made are checked on every call, so a call of another family (a
+batch of 1) never runs code compiled for the first.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import pytest
+import torch
+from torch import nn
+
+import symshape
+from symshape.jit.backends import BackendWarning
+
+
+def _mlp():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 8))
+
+
+class Recording:
+    """A custom back end: runs the graph as it is, and remembers what it compiled
+    (the batch size it was compiled at) and what each artifact then served."""
+
+    def __init__(self):
+        self.graphs = []
+        self.served = []  # (batch size compiled at, batch size served)
+
+    def __call__(self, gm, example_inputs):
+        self.graphs.append(gm)
+        i = next(
+            k
+            for k, a in enumerate(example_inputs)
+            if isinstance(a, torch.Tensor)
+            and a.dim() == 2
+            and a.shape[1] == 16
+            and not isinstance(a, nn.Parameter)
+        )
+        # the hint: int() of the SymInt would specialize the graph (a guard, checked too)
+        at = example_inputs[i].shape[0].node.hint
+
+        def run(*args):
+            self.served.append((at, int(args[i].shape[0])))
+            return gm(*args)
+
+        return run
+
+
+SHAPES = [4, 7, 1, 3, 2, 9]
+
+
+def test_a_custom_backend_gets_one_graph_per_shape_family():
+    model = _mlp()
+    rec = Recording()
+    f = symshape.jit(lambda x: model(x), dynamic=True, backend=rec)
+    with torch.no_grad():
+        for b in SHAPES:
+            x = torch.randn(b, 16)
+            torch.testing.assert_close(f(x), model(x))
+    assert f.stats.compiles == 1
+    # PyTorch's meta functions assume a batch of 2 or more (contiguity checks): a
+    # batch of 1 is its own family, compiled once; the others share one graph
+    assert len(rec.graphs) == 2 == f.stats.backend_compiles
+    assert all((at == 1) == (served == 1) for at, served in rec.served), rec.served
+    placeholders = [n for n in rec.graphs[0].graph.nodes if n.op == "placeholder"]
+    sizes = placeholders[0].meta["val"].shape
+    assert isinstance(sizes[0], torch.SymInt)  # symbolic sizes in node.meta["val"]
+
+
+def test_a_backend_that_fails_falls_back_to_the_trace_with_a_warning():
+    def broken(gm, example_inputs):
+        raise RuntimeError("no kernels today")
+
+    model = _mlp()
+    f = symshape.jit(model, dynamic=True, backend=broken)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for b in (3, 5):
+            x = torch.randn(b, 16)
+            torch.testing.assert_close(f(x), model(x))
+    msgs = [str(x.message) for x in w if issubclass(x.category, BackendWarning)]
+    assert len(msgs) == 1 and "no kernels today" in msgs[0], msgs
+
+
+def test_an_unknown_backend_name_lists_the_valid_ones():
+    with pytest.raises(ValueError, match="inductor"):
+        symshape.jit(_mlp(), backend="no-such-backend")
+    with pytest.raises(TypeError, match="backend"):
+        symshape.jit(_mlp(), backend=3)
+
+
+def test_inductor_mlp_at_six_shapes():
+    model = _mlp()
+    f = symshape.jit(model, dynamic=True, backend="inductor")
+    with torch.no_grad():
+        for b in SHAPES:
+            x = torch.randn(b, 16)
+            torch.testing.assert_close(f(x), model(x), rtol=1e-4, atol=1e-4)
+    assert f.stats.compiles == 1
+    assert f.stats.backend_compiles <= 2  # one family, and a batch of 1
+
+
+def test_inductor_mlp_trains_like_eager():
+    model = _mlp()
+    ref = copy.deepcopy(model)
+    f = symshape.jit(model, dynamic=True, backend="inductor")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    opt_ref = torch.optim.SGD(ref.parameters(), lr=0.1)
+    for b in (4, 7, 3):
+        x = torch.randn(b, 16)
+        loss, want = f(x).pow(2).sum(), ref(x).pow(2).sum()
+        loss.backward()
+        want.backward()
+        torch.testing.assert_close(loss, want, rtol=1e-4, atol=1e-4)
+        for p, q in zip(model.parameters(), ref.parameters()):
+            torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-4)
+        opt.step()
+        opt_ref.step()
+        opt.zero_grad()
+        opt_ref.zero_grad()
+    assert f.traces()[-1].backward is not None
+    assert f.stats.backend_compiles == 2  # the forward and the backward, one family
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["gpt2", "bert", "resnet"])
+def test_inductor_models_match_eager(name):
+    pytest.importorskip("transformers")
+    from tests.models.zoo import CASES, max_error
+
+    case = CASES[name]
+    model = case.build()
+    f = symshape.jit(model, dynamic=True, backend="inductor")
+    with torch.no_grad():
+        for kwargs in case.calls()[:6]:
+            assert max_error(f(**kwargs), model(**kwargs)) <= 1e-4
+    assert f.stats.backend_compiles <= 2 * f.stats.compiles + 2
+
+
+def test_what_a_backend_specializes_is_checked_on_every_call():
+    def specializing(gm, example_inputs):
+        int(example_inputs[0].shape[0])  # assumes the batch it saw: a guard in PyTorch's ShapeEnv
+        return gm
+
+    f = symshape.jit(lambda x: x * 2, dynamic=True, backend=specializing)
+    for b in (3, 5, 3):
+        x = torch.randn(b)
+        torch.testing.assert_close(f(x), x * 2)
+    assert f.stats.compiles == 1 and f.stats.backend_compiles == 2
