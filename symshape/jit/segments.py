@@ -168,7 +168,7 @@ def _node_sig(n: Node) -> tuple:
 
 def build(ctx, b, marks: list, pending, output, out_spec, name: str, grad0: bool, target):
     """Cut the recorded nodes at ``marks`` (and ``pending``) and compile each segment."""
-    from symshape.jit.tracer import _autograd, _simplify_metas, path_inputs
+    from symshape.jit.tracer import _autograd, _simplify_metas, path_inputs, with_backward
 
     nodes = list(ctx.nodes)
     allm = list(marks) + ([pending] if pending is not None else [])
@@ -254,21 +254,8 @@ def build(ctx, b, marks: list, pending, output, out_spec, name: str, grad0: bool
         run = compile_trace(t)
         backward = None
         if g is not None:
-            from symshape.autograd import make_function
-
-            _simplify_metas(g.backward.trace, ctx.env)
-            backward = g.backward.trace
-            fn = make_function(
-                f"{name.title().replace('_', '')}Segment{j}",
-                run,
-                compile_trace(backward, boxed=True),
-                g.n_out,
-                len(g.backward.saved),
-                g.diff_out,
-                [t.inputs.index(v) for v in g.inputs],
-                len(t.inputs),
-            )
-            run = fn.apply
+            fname = f"{name.title().replace('_', '')}Segment{j}"
+            run, backward = with_backward(ctx.env, t, run, g, fname)
         run = grad_mode.restoring(t, run)
         # what the path is up to here: its nodes, what Python can reach, the read (not
         # what this path goes on to use: another path may use other frame values)

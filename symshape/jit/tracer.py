@@ -358,20 +358,7 @@ def _trace_once(
         run = backend(trace, run, False)
     backward = None
     if grad is not None:
-        _simplify_metas(grad.backward.trace, env)
-        backward = grad.backward.trace
-        bw = compile_trace(backward, boxed=True)
-        fn = make_function(
-            name.title().replace("_", ""),
-            run,
-            bw if backend is None else backend(backward, bw, True),
-            grad.n_out,
-            len(grad.backward.saved),
-            grad.diff_out,
-            [trace.inputs.index(v) for v in grad.inputs],
-            len(trace.inputs),
-        )
-        run = fn.apply
+        run, backward = with_backward(env, trace, run, grad, name.title().replace("_", ""), backend)
     if run is not None:
         run = grad_mode.restoring(trace, run)
     labels_map = {i.symbol: i.label for i in env.symbols}
@@ -398,6 +385,25 @@ def _trace_once(
         phases,
         split,
     )
+
+
+def with_backward(env, trace: Trace, run, grad: _Grad, name: str, backend=None):
+    """``run`` (the compiled forward) and its compiled backward as one
+    ``autograd.Function``; returns its ``apply`` and the backward trace."""
+    _simplify_metas(grad.backward.trace, env)
+    backward = grad.backward.trace
+    bw = compile_trace(backward, boxed=True)
+    fn = make_function(
+        name,
+        run,
+        bw if backend is None else backend(backward, bw, True),
+        grad.n_out,
+        len(grad.backward.saved),
+        grad.diff_out,
+        [trace.inputs.index(v) for v in grad.inputs],
+        len(trace.inputs),
+    )
+    return fn.apply, backward
 
 
 def path_inputs(ctx, b: Builder, used: set, all_sizes: bool = False) -> list:

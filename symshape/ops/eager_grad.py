@@ -109,20 +109,25 @@ def eager_vjp(*names: str) -> None:
         op = BY_NAME[n]
         if op.random or op.effect:
             raise ValueError(f"{n}: a random or in-place op cannot be recomputed for its gradient")
-        grad_op = _grad_op(op)
+        vjp(n)(recomputing_vjp(_grad_op(op)))
 
-        def rule(ctx, grads, outs, *args, _g=grad_op, **kwargs):
-            paths = _paths(args, kwargs)
-            if not paths:
-                return {}
-            got = _g.rule(ctx, _g, (tuple(args), dict(kwargs)), tuple(grads), tuple(paths))
-            result: dict = {}
-            for p, g in zip(paths, got):
-                if isinstance(p, tuple):
-                    result.setdefault(p[0], [None] * len(args[p[0]]))[p[1]] = g
-                else:
-                    result[p] = g
-            return result
 
-        rule.complex_exact = True  # eager's own autograd: right for complex tensors too
-        vjp(n)(rule)
+def recomputing_vjp(grad_op: OpDef) -> Callable:
+    """The VJP rule that records ``grad_op``: the op run again under eager
+    autograd when the backward runs, its gradients handed to each input path."""
+
+    def rule(ctx, grads, outs, *args, **kwargs):
+        paths = _paths(args, kwargs)
+        if not paths:
+            return {}
+        got = grad_op.rule(ctx, grad_op, (tuple(args), dict(kwargs)), tuple(grads), tuple(paths))
+        result: dict = {}
+        for p, g in zip(paths, got):
+            if isinstance(p, tuple):
+                result.setdefault(p[0], [None] * len(args[p[0]]))[p[1]] = g
+            else:
+                result[p] = g
+        return result
+
+    rule.complex_exact = True  # eager's own autograd: right for complex tensors too
+    return rule

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from symshape.ops.eager_grad import _grad_rule, _paths, _runtime
+from symshape.ops.eager_grad import _grad_rule, _runtime, recomputing_vjp
 from symshape.ops.registry import OpDef
 
 _module = sys.modules[__name__]
@@ -26,18 +26,4 @@ def attach_vjp(op: OpDef) -> None:
     grad_op.differentiable = False
     grad_op.tags = frozenset({"fallback"})
 
-    def rule(ctx, grads, outs, *args, **kwargs):
-        paths = _paths(args, kwargs)
-        if not paths:
-            return {}
-        got = grad_op.rule(ctx, grad_op, (tuple(args), dict(kwargs)), tuple(grads), tuple(paths))
-        result: dict = {}
-        for p, g in zip(paths, got):
-            if isinstance(p, tuple):
-                result.setdefault(p[0], [None] * len(args[p[0]]))[p[1]] = g
-            else:
-                result[p] = g
-        return result
-
-    rule.complex_exact = True  # eager's own autograd: right for complex tensors too
-    op.vjp = rule
+    op.vjp = recomputing_vjp(grad_op)
