@@ -32,3 +32,25 @@ def test_an_in_place_update_of_a_size_tensor_is_read_from_data():
     for n in (8, 6, 8):
         x = torch.randn(n)
         assert f(x).shape == fn(x).shape
+
+
+def test_tensor_where_method_takes_the_tensor_as_the_value():
+    def fn(x, c):
+        return x.where(c, -x), torch.arange(c.sum())  # x.where(c, y) is torch.where(c, x, y)
+
+    f = symshape.jit(fn, dynamic=True)
+    for n in (3, 6, 4):
+        x, c = torch.randn(n), torch.rand(n) > 0.5
+        for got, want in zip(f(x, c), fn(x, c)):
+            torch.testing.assert_close(got, want)
+
+
+def test_constant_pad_of_a_transposed_input_is_contiguous_like_eager():
+    def fn(x):
+        p = torch.nn.functional.pad(x.transpose(1, 2), (0, 0, 1, 1), value=-1.0)
+        return p.as_strided((p.shape[0], 2, p.shape[2]), p.stride())
+
+    f = symshape.jit(fn, dynamic=True)
+    for shape in ((2, 3, 4), (3, 5, 2), (1, 4, 6)):
+        x = torch.randn(shape)
+        torch.testing.assert_close(f(x), fn(x))
