@@ -27,6 +27,7 @@ from symshape.jit.policy import split_dim
 from symshape.jit.prologue import InputSpecErrorAtTrace
 from symshape.jit.tracer import Traced, trace_call
 from symshape.sym import Symbol
+from symshape.trace.construction import ChangesModules
 
 log = logging.getLogger("symshape")
 
@@ -72,6 +73,13 @@ def _trace(fn, args, kwargs, spec: InputSpec, name: str, *, flexible: bool) -> T
         traced = trace_call(fn, module, args, kwargs, policy_for(spec, flexible=flexible), name)
     except InputSpecErrorAtTrace as e:
         raise ExportSpecError(f"{name}: {e}") from None
+    except ChangesModules as e:
+        raise ExportSpecError(
+            f"{name}: the traced code {e.what}; expected a forward that leaves the module "
+            "tree as it is: an exported program cannot replay building or setting a "
+            "submodule. Fix: build and set submodules in __init__ (or call the model once "
+            "eagerly before exporting, if it changes its tree only on its first call)"
+        ) from None
     violations = traced.env.violations
     if violations:
         raise _error(name, traced, spec, violations)

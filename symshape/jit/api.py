@@ -34,7 +34,10 @@ from symshape.jit.prologue import InputSpecErrorAtTrace
 from symshape.jit.state import _instance_dict, compare_by_identity, is_plain_object
 from symshape.jit.tracer import Traced, labels_of, trace_call
 from symshape.sym import DataDependentError
+from symshape.trace.construction import ChangesModules
 from symshape.trace.context import current as _tracing
+from symshape.trace.errors import TracingError
+from symshape.trace.side_effects import TraceTimeSideEffectWarning
 
 log = logging.getLogger("symshape")
 
@@ -72,6 +75,8 @@ class Stats:
     # a back end other than "eager" (backends.py): its compiles, and their seconds
     backend_compiles: int = 0
     backend_seconds: float = 0.0
+    # calls run eagerly because the traced code changed the module tree (construction.py)
+    module_changes: int = 0
     phase_ms: dict = field(default_factory=dict)
 
     @property
@@ -89,6 +94,7 @@ class Stats:
                 if self.segments
                 else ""
             )
+            + (f"module_changes={self.module_changes}, " if self.module_changes else "")
             + f"recompile_reasons={self.recompile_reasons!r})"
         )
 
@@ -281,7 +287,10 @@ class JitFunction:
                 reason = why + (f" ({'; '.join(notes)})" if notes else "")
                 self.stats.recompile_reasons.append(reason)
                 log.info("symshape: recompiling %s: %s", self.__name__, reason)
-            traced = self._trace(m, args, kwargs, None if self._fullgraph else ())
+            try:
+                traced = self._trace(m, args, kwargs, None if self._fullgraph else ())
+            except ChangesModules as e:  # runs eagerly, once (trace/construction.py)
+                return self._changes_modules(e.what, args, kwargs)
             entry = TraceEntry(traced)
             self._entries = (entry, *self._entries)
             log.info(
@@ -319,6 +328,14 @@ class JitFunction:
                 break
             except InputSpecErrorAtTrace as e:
                 raise InputSpecError(f"{self.__name__}: {e}") from None
+            except ChangesModules as e:
+                if not known:
+                    raise
+                raise TracingError(  # the segments before the read already ran
+                    f"{self.__name__}: after a read of tensor data, the traced code {e.what}; "
+                    "symshape cannot replay a change of the module tree. Fix: build and set "
+                    "submodules in __init__, outside the jit-compiled code."
+                ) from None
             except DataDependentError as e:
                 label = getattr(e, "float_input", None)
                 if label is None or label in self._policy.static_floats:
@@ -345,6 +362,24 @@ class JitFunction:
                     extra={"symshape_log": "recompiles"},
                 )
         return traced
+
+    def _changes_modules(self, what: str, args, kwargs):
+        self.stats.module_changes += 1
+        self.stats.eager_calls += 1
+        msg = (
+            f"{self.__name__}: the traced code {what}; symshape cannot replay a change of "
+            "the module tree, so this call runs eagerly and the next one traces the tree "
+            "it leaves"
+        )
+        log.info("symshape: %s", msg, extra={"symshape_log": "recompiles"})
+        if self.stats.module_changes == 2:  # it happens on every call: each runs eagerly
+            warnings.warn(
+                f"{msg}. This happened on a second call, so every call may run eagerly. "
+                "Fix: build and set submodules in __init__, outside the jit-compiled code.",
+                TraceTimeSideEffectWarning,
+                stacklevel=user_stacklevel(),
+            )
+        return self._fn(*args, **kwargs)
 
     def _eager(self, args, kwargs, reasons):
         if not self._warned:  # once per function (reset() re-arms it)

@@ -22,7 +22,9 @@ from torch.autograd import Function
 from torch.overrides import TorchFunctionMode
 
 from symshape.sym.source import user_location
+from symshape.trace.construction import check_building
 from symshape.trace.errors import TracingError, UnsupportedOpError
+from symshape.trace.inline import body
 from symshape.trace.patching import Patches
 
 
@@ -65,9 +67,14 @@ class TracingMode(TorchFunctionMode):
                 "its lower-precision computation would be lost. Fix: call the jit-compiled "
                 "function outside autocast, or cast explicitly (x.bfloat16())."
             )
+        check_building(args, kwargs)  # a module built inside the traced code stops it
         op = self.lookup(func) or _fallback[0](func)
         if op is None:
-            raise UnsupportedOpError(op_name(func), user_location())
+            inlined = body(func)  # a Python function of torch's: its own ops are traced
+            if inlined is None:
+                raise UnsupportedOpError(op_name(func), user_location())
+            with self:
+                return inlined(*args, **(kwargs or {}))
         return op.rule(self.ctx, op, *args, **(kwargs or {}))
 
     def __enter__(self):

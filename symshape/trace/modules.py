@@ -10,7 +10,8 @@ kept aside for the tracing thread (other threads never see them); the jit
 makes them after every call the trace serves, as eager would. A symbolic size
 written onto a module (Swin's ``self.window_size = min(resolution)``) is
 written as the plain value eager writes, with a guard that keeps it that
-value. Writes of traced tensors (``self.cache = x``) are refused: they would
+value. Setting a submodule stops the trace (``construction.py``). Writes of
+traced tensors (``self.cache = x``) are refused: they would
 leak a proxy out of the trace; a list of them (nn.LSTM's ``_flat_weights``)
 lasts for the trace only. While tracing, parameter and buffer slots hold
 proxies for the tracing thread only (``SlotView``).
@@ -26,6 +27,7 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
+from symshape.trace.construction import setting_submodule
 from symshape.trace.errors import TracingError
 
 _SIMPLE = (type(None), bool, int, float, str, torch.dtype, torch.device)
@@ -89,6 +91,9 @@ def _watched(cls: type) -> type:
                 # parameters): it lives for this trace only, on this thread only
                 _recorders.overlay[id(self), name] = value
                 return
+            mods = d.get("_modules", {})
+            if (isinstance(value, nn.Module) or name in mods) and mods.get(name) is not value:
+                raise setting_submodule(cls.__name__, name)  # the tree changes: not traced
         cls.__setattr__(self, name, value)
 
     sub = type(
