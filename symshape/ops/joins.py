@@ -230,8 +230,8 @@ def unbind(ctx, op, input, dim=0):
 
 def _split_points(ctx, t):
     """A 1-D int64 tensor of split points read as unbacked ints (``t.tolist()``):
-    one trace serves every value; a 0-D tensor of sections decides how many
-    outputs there are, which is Python structure and cannot come from data."""
+    one trace serves every value. A 0-D tensor of sections decides how many outputs
+    there are, Python structure: its value is read (the trace splits there)."""
     from symshape.ops._compose import traced
 
     tm = ctx.meta(t)
@@ -240,11 +240,8 @@ def _split_points(ctx, t):
             "tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
             f"one-dimensional tensor of dtype long, but got a {tm.ndim}-D {tm.dtype} tensor"
         )
-    if tm.ndim == 0:
-        raise NotImplementedError(
-            "tensor_split with a 0-D tensor of sections: how many outputs there are would "
-            "come from the data. Fix: pass the number of sections as a Python int"
-        )
+    if tm.ndim == 0:  # how many outputs there are is Python structure: read the value
+        return traced(ctx, lambda: int(t))
     return traced(ctx, lambda: t.tolist())
 
 

@@ -244,10 +244,22 @@ def test_tensor_split_at_points_read_from_a_tensor():
     assert f.stats.compiles == 1, f.stats.recompile_reasons
 
 
-def test_tensor_split_with_a_tensor_of_sections_is_refused_with_the_fix():
-    f = symshape.jit(lambda x, n: torch.tensor_split(x, n))
-    with pytest.raises(NotImplementedError, match="Python int"):
-        f(torch.randn(6), torch.tensor(2))
+def test_tensor_split_with_a_tensor_of_sections_splits_the_trace():
+    # how many outputs there are is Python structure: the value is read, the trace
+    # splits there, and each count gets its own continuation
+    def fn(x, n):
+        return [y * 2 for y in torch.tensor_split(x, n)]
+
+    f = symshape.jit(fn, dynamic=True)
+    for size, n in [(7, 3), (9, 3), (8, 2), (5, 3), (4, 2)]:
+        x, k = torch.randn(size, 2), torch.tensor(n)
+        got, want = f(x, k), fn(x, k)
+        assert len(got) == len(want) == n
+        for a, b in zip(got, want):
+            assert torch.equal(a, b), (size, n)
+    assert f.stats.continuations == 2 and f.stats.compiles == 3, f.stats  # counts 3 and 2
+    with pytest.raises(symshape.DataDependentError, match="needs its value"):
+        symshape.jit(fn, fullgraph=True)(torch.randn(6, 2), torch.tensor(2))
 
 
 def test_slice_bounds_from_data_of_either_sign():
