@@ -22,6 +22,7 @@ from torch.autograd import Function
 from torch.overrides import TorchFunctionMode
 
 from symshape.sym.source import user_location
+from symshape.trace import vmap
 from symshape.trace.construction import check_building
 from symshape.trace.errors import TracingError, UnsupportedOpError
 from symshape.trace.inline import body
@@ -106,6 +107,7 @@ def _route_python_level(patches: Patches) -> None:
     innermost TracingMode of their own thread."""
     for mod, name in PYTHON_LEVEL:
         patches.replace(mod, name, _router(getattr(mod, name), patches))
+    vmap.install(patches)
     apply = Function.__dict__["apply"]
     patches.replace(
         Function, "apply", classmethod(_custom_function(apply.__func__, patches)), apply
