@@ -205,4 +205,4 @@ def test_readme_stays_a_way_in():
     text = README.read_text()
     tables = re.findall(r"(?m)^\|---", text)
     assert len(tables) == 1, "one summary table in the README; the rest go to docs/"
-    assert len(text.split("\n")) < 330
+    assert len(text.split("\n")) < 350

@@ -72,9 +72,11 @@ class Stats:
     splits: int = 0
     segments: int = 0
     continuations: int = 0
-    # a back end other than "eager" (backends.py): its compiles, and their seconds
+    # a back end other than "eager" (backends.py): its compiles, their seconds, and
+    # those split into "make_fx", "backend" and "guards" in milliseconds
     backend_compiles: int = 0
     backend_seconds: float = 0.0
+    backend_phase_ms: dict = field(default_factory=dict)
     # calls run eagerly because the traced code changed the module tree (construction.py)
     module_changes: int = 0
     phase_ms: dict = field(default_factory=dict)

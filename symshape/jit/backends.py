@@ -12,12 +12,37 @@ one per symbol of the trace: the back end gets an ATen-level
 ``node.meta["val"]``, and the example inputs. Sizes reach the compiled callable
 as ints, as they reach the trace.
 
+The graph is built, and compiled, with PyTorch's size-oblivious reasoning on
+those symbols (``backed_size_oblivious``): a meta function that asks whether a
+size is 1 only to pick a faster path (a contiguity check) takes the general
+one, valid for 1 too, so a batch of 1 shares its family's code where the back
+end allows it. (Inductor still tells some apart: with a batch of 1, two
+strides tie and its choice of loop order guards on that.) Where a meta
+function cannot decide obliviously (a ``view`` that is legal only given the
+sizes' values), the graph is built again with guards on the sizes instead.
+
 Soundness stays symshape's: whatever the back end assumed while compiling (the
-guards PyTorch's ShapeEnv recorded: ``Ne(s0, 1)``, a divisibility) is checked
-on every call before the compiled callable runs. A call that fails them runs
-another artifact compiled for its family (up to ``_ARTIFACTS``), else the
-trace's own Python. A back end that fails to compile falls back to the trace's
-Python with a warning naming its error; the call never fails for it.
+guards PyTorch's ShapeEnv recorded: ``Ne(s0, 1)``, a divisibility, and any
+runtime assert it deferred on the inputs' sizes) is checked on every call
+before the compiled callable runs. A call that fails them runs another
+artifact compiled for its family (up to ``_ARTIFACTS``), else the trace's own
+Python. A back end that fails to compile falls back to the trace's Python
+with a warning naming its error; the call never fails for it.
+
+``Stats.backend_compiles`` and ``backend_seconds`` count the compiles;
+``Stats.backend_phase_ms`` splits their time into ``make_fx`` (building the
+graph), ``backend`` (the back end's compile) and ``guards`` (compiling the
+check).
+
+Inductor's caches are its own and persist across processes, so a second
+process compiles the same graph faster: the FX graph cache (compiled graphs,
+keyed by the graph and its inputs' symbolic metadata: ``fxgraph/``, and
+AOTAutograd's around them: ``aotautograd/``) and the kernel cache (generated
+C++ or Triton source and the built shared objects: two-letter folders,
+``triton/``), all under ``TORCHINDUCTOR_CACHE_DIR``, by default
+``/tmp/torchinductor_$USER``. ``TORCHINDUCTOR_FX_GRAPH_CACHE=0``
+turns the graph cache off; ``torch._inductor.utils.fresh_cache()`` gives a
+temporary one (``benchmarks/bench_backend.py`` measures cold compiles so).
 """
 
 from __future__ import annotations
@@ -98,8 +123,21 @@ class Compiled:
     def _compile(self, args):
         t0 = time.perf_counter()
         try:
-            gm, fakes, env, symbols = _graph(self.trace, self.run, args, self.sources)
-            fn = self.backend(gm, fakes)
+            oblivious = True
+            try:
+                gm, fakes, env, symbols = _graph(self.trace, self.run, args, self.sources, True)
+            except Exception as e:  # a meta function that cannot decide obliviously
+                log.info(
+                    "symshape: %s: building %s's graph size-obliviously failed (%s: %s); "
+                    "building it with guards on the sizes",
+                    self.name, self.trace.name, type(e).__name__, str(e).splitlines()[0],
+                )  # fmt: skip
+                oblivious = False
+                gm, fakes, env, symbols = _graph(self.trace, self.run, args, self.sources, False)
+            t1 = time.perf_counter()
+            with _oblivious(oblivious):
+                fn = self.backend(gm, fakes)
+            t2 = time.perf_counter()
             check = _guard_check(env, symbols, self.sources)
         except Exception as e:  # any back end's failure: the trace's Python still serves
             self.failed = True
@@ -111,16 +149,21 @@ class Compiled:
             warnings.warn(msg, BackendWarning, stacklevel=2)
             log.info(msg)  # the warning is the printed copy
             return None
-        seconds = time.perf_counter() - t0
+        t3 = time.perf_counter()
+        seconds = t3 - t0
         if self.owner is not None:
-            self.owner.stats.backend_compiles += 1
-            self.owner.stats.backend_seconds += seconds
+            stats = self.owner.stats
+            stats.backend_compiles += 1
+            stats.backend_seconds += seconds
+            phases = stats.backend_phase_ms  # summed over compiles, as backend_seconds
+            for phase, ms in (("make_fx", t1 - t0), ("backend", t2 - t1), ("guards", t3 - t2)):
+                phases[phase] = phases.get(phase, 0.0) + ms * 1e3
         log.info(
             "symshape: %s: the back end compiled %s in %.1f s; it assumes: %s",
             self.name,
             self.trace.name,
             seconds,
-            ", ".join(str(g.expr) for g in env.guards) or "nothing",
+            ", ".join(str(g) for g in _assumptions(env, symbols)) or "nothing",
         )
         fn = _like_trace(fn, self.trace.output)
         self.artifacts.append((check, fn))
@@ -191,8 +234,9 @@ def _value(src, args):
     return args[src[1]] if src[0] == "arg" else args[src[1]].shape[src[2]]
 
 
-def _graph(trace: Trace, run: Callable, args: tuple, sources: dict):
-    """``run`` as an ATen graph on fake inputs with symbolic sizes."""
+def _graph(trace: Trace, run: Callable, args: tuple, sources: dict, oblivious: bool):
+    """``run`` as an ATen graph on fake inputs with symbolic sizes (``oblivious``:
+    reasoning size-obliviously, see the module's docstring)."""
     from torch._dynamo.source import ConstantSource
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
@@ -205,6 +249,7 @@ def _graph(trace: Trace, run: Callable, args: tuple, sources: dict):
     for s, src in sources.items():
         hint = int(_value(src, args))
         sym = env.create_symbol(hint, ConstantSource(s.name), dynamic_dim=DimDynamic.DYNAMIC)
+        env.size_like.add(sym)
         symbols[s] = (env.create_symintnode(sym, hint=hint), sym)
     values = {s: v for s, (v, _) in symbols.items()}
 
@@ -226,9 +271,15 @@ def _graph(trace: Trace, run: Callable, args: tuple, sources: dict):
         else:
             raise TypeError(f"{v.name} ({type(a).__name__}) is not a tensor or a size")
     # in the fake mode: a factory (torch.arange(s1)) makes a fake of symbolic size too
-    with torch.no_grad(), mode:
+    with torch.no_grad(), mode, _oblivious(oblivious):
         gm = make_fx(_values_only(run, trace.output), tracing_mode="real")(*fakes)
     return gm, fakes, env, symbols
+
+
+def _oblivious(on: bool):
+    from torch.fx.experimental import _config
+
+    return _config.patch(backed_size_oblivious=on)
 
 
 def _contiguous(shape: list) -> list:
@@ -239,12 +290,23 @@ def _contiguous(shape: list) -> list:
     return list(reversed(out))
 
 
+def _assumptions(env, symbols: dict) -> list:
+    """What the compiled code relies on: the ShapeEnv's guards, and any runtime
+    assert it deferred on the sizes of the inputs (one on a size the graph
+    computes from data is the compiled code's own to check)."""
+    ours = {sym for _, sym in symbols.values()}
+    out = [g.expr for g in env.guards]
+    for asserts in env.deferred_runtime_asserts.values():
+        out += [a.expr for a in asserts if a.expr.free_symbols <= ours]
+    return list(dict.fromkeys(out))
+
+
 def _guard_check(env, symbols: dict, sources: dict) -> Callable:
     """A function of the call's inputs: do the back end's assumptions hold?"""
     from torch.utils._sympy.printers import PythonPrinter
 
     names = {sym: s for s, (_, sym) in symbols.items()}
-    conds = [PythonPrinter().doprint(g.expr) for g in env.guards]
+    conds = [PythonPrinter().doprint(e) for e in _assumptions(env, symbols)]
     lines = ["def check(args):"]
     for sym, s in names.items():
         src = sources[s]

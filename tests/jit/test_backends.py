@@ -65,10 +65,10 @@ def test_a_custom_backend_gets_one_graph_per_shape_family():
             x = torch.randn(b, 16)
             torch.testing.assert_close(f(x), model(x))
     assert f.stats.compiles == 1
-    # PyTorch's meta functions assume a batch of 2 or more (contiguity checks): a
-    # batch of 1 is its own family, compiled once; the others share one graph
-    assert len(rec.graphs) == 2 == f.stats.backend_compiles
-    assert all((at == 1) == (served == 1) for at, served in rec.served), rec.served
+    # PyTorch's meta functions reason size-obliviously (a contiguity check does not ask
+    # whether the batch is 1): one graph serves every batch, 1 included
+    assert len(rec.graphs) == 1 == f.stats.backend_compiles
+    assert sorted(served for _, served in rec.served) == sorted(SHAPES), rec.served
     placeholders = [n for n in rec.graphs[0].graph.nodes if n.op == "placeholder"]
     sizes = placeholders[0].meta["val"].shape
     assert isinstance(sizes[0], torch.SymInt)  # symbolic sizes in node.meta["val"]
@@ -104,7 +104,7 @@ def test_inductor_mlp_at_six_shapes():
             x = torch.randn(b, 16)
             torch.testing.assert_close(f(x), model(x), rtol=1e-4, atol=1e-4)
     assert f.stats.compiles == 1
-    assert f.stats.backend_compiles <= 2  # one family, and a batch of 1
+    assert f.stats.backend_compiles == 1  # one family, a batch of 1 included
 
 
 def test_inductor_mlp_trains_like_eager():
@@ -127,21 +127,6 @@ def test_inductor_mlp_trains_like_eager():
         opt_ref.zero_grad()
     assert f.traces()[-1].backward is not None
     assert f.stats.backend_compiles == 2  # the forward and the backward, one family
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", ["gpt2", "bert", "resnet"])
-def test_inductor_models_match_eager(name):
-    pytest.importorskip("transformers")
-    from tests.models.zoo import CASES, max_error
-
-    case = CASES[name]
-    model = case.build()
-    f = symshape.jit(model, dynamic=True, backend="inductor")
-    with torch.no_grad():
-        for kwargs in case.calls()[:6]:
-            assert max_error(f(**kwargs), model(**kwargs)) <= 1e-4
-    assert f.stats.backend_compiles <= 2 * f.stats.compiles + 2
 
 
 def test_what_a_backend_specializes_is_checked_on_every_call():
