@@ -120,25 +120,43 @@ class Compiled:
                 return art[1](*args)
         return self.run(*args)
 
+    def _graph(self, args):
+        """The trace's graph for ``args`` (see ``_graph``): size-oblivious if its
+        meta functions allow, else with guards on the sizes."""
+        try:
+            return (*_graph(self.trace, self.run, args, self.sources, True), True)
+        except Exception as e:  # a meta function that cannot decide obliviously
+            log.info(
+                "symshape: %s: building %s's graph size-obliviously failed (%s: %s); "
+                "building it with guards on the sizes",
+                self.name, self.trace.name, type(e).__name__, str(e).splitlines()[0],
+            )  # fmt: skip
+            return (*_graph(self.trace, self.run, args, self.sources, False), False)
+
     def _compile(self, args):
         t0 = time.perf_counter()
         try:
-            oblivious = True
+            gm, fakes, env, symbols, oblivious = self._graph(args)
+            t1 = time.perf_counter()
             try:
-                gm, fakes, env, symbols = _graph(self.trace, self.run, args, self.sources, True)
-            except Exception as e:  # a meta function that cannot decide obliviously
+                with _oblivious(oblivious):
+                    fn = self.backend(gm, fakes)
+            except Exception as e:
+                if not _has_views(gm):
+                    raise
                 log.info(
-                    "symshape: %s: building %s's graph size-obliviously failed (%s: %s); "
-                    "building it with guards on the sizes",
+                    "symshape: %s: the back end could not compile %s (%s: %s); "
+                    "compiling it again with its views as reshapes",
                     self.name, self.trace.name, type(e).__name__, str(e).splitlines()[0],
                 )  # fmt: skip
-                oblivious = False
-                gm, fakes, env, symbols = _graph(self.trace, self.run, args, self.sources, False)
-            t1 = time.perf_counter()
-            with _oblivious(oblivious):
-                fn = self.backend(gm, fakes)
+                # a new graph: the failed compile's guards stay in its ShapeEnv
+                gm, fakes, env, symbols, oblivious = self._graph(args)
+                _views_to_reshapes(gm)
+                with _oblivious(False):
+                    fn = self.backend(gm, fakes)
             t2 = time.perf_counter()
             check = _guard_check(env, symbols, self.sources)
+            fn = _eager_layouts(fn, gm, symbols, self.sources)
         except Exception as e:  # any back end's failure: the trace's Python still serves
             self.failed = True
             msg = (
@@ -272,8 +290,82 @@ def _graph(trace: Trace, run: Callable, args: tuple, sources: dict, oblivious: b
             raise TypeError(f"{v.name} ({type(a).__name__}) is not a tensor or a size")
     # in the fake mode: a factory (torch.arange(s1)) makes a fake of symbolic size too
     with torch.no_grad(), mode, _oblivious(oblivious):
-        gm = make_fx(_values_only(run, trace.output), tracing_mode="real")(*fakes)
+        gm = make_fx(
+            _values_only(run, trace.output),
+            tracing_mode="real",
+            decomposition_table=_decompositions(),
+        )(*fakes)
     return gm, fakes, env, symbols
+
+
+def _has_views(gm) -> bool:
+    return any(n.target is torch.ops.aten.view.default for n in gm.graph.nodes)
+
+
+def _views_to_reshapes(gm) -> bool:
+    """Make each ``aten.view`` of ``gm`` an ``aten.reshape`` (a view where the
+    strides allow one, else a copy); False if it has none.
+
+    The graph's views are legal on the strides eager and make_fx compute, but a
+    back end's decompositions may lay a tensor out differently: Inductor's
+    ``cat`` of an empty tensor and ``x`` is ``x.clone()``, keeping x's strides
+    where eager's ``cat`` is contiguous (GPT-2's key cache, then ``q @ k^T``
+    reshaped for ``bmm``). A view whose result is written in place is left
+    alone, as a copy would not alias."""
+    view, reshape = torch.ops.aten.view.default, torch.ops.aten.reshape.default
+    changed = False
+    for node in gm.graph.nodes:
+        if node.target is view and not any(_writes(u, node) for u in node.users):
+            node.target = reshape
+            changed = True
+    if changed:
+        gm.recompile()
+    return changed
+
+
+def _writes(user, node) -> bool:
+    """Does ``user`` write ``node`` in place (an ``aten.foo_`` or ``out=``)?"""
+    target = getattr(user, "target", None)
+    schema = getattr(target, "_schema", None)
+    if schema is None:
+        return True  # not an ATen op: assume it may
+    return any(
+        a.alias_info is not None and a.alias_info.is_write and i < len(user.args)
+        and user.args[i] is node
+        for i, a in enumerate(schema.arguments)
+    ) or any(node is v for k, v in user.kwargs.items() if k == "out")  # fmt: skip
+
+
+def _decompositions() -> dict:
+    """Ops whose fake kernels read their sizes' values, decomposed as the graph is
+    made: PyTorch's fake ``constant_pad_nd`` specializes every size of its input
+    (``F.pad``: transformers' loss shifts its labels so); ``_constant_pad_nd``
+    stays symbolic, in ATen ops any back end takes."""
+    return {torch.ops.aten.constant_pad_nd.default: _constant_pad_nd}
+
+
+def _constant_pad_nd(x, pad, value=0):
+    """``aten.constant_pad_nd`` as slices (a negative pad crops) and ``cat`` with
+    ``full`` blocks, dimension by dimension from the last."""
+    aten = torch.ops.aten
+    out = x
+    for i in range(len(pad) // 2):
+        d = x.dim() - 1 - i
+        lo, hi = pad[2 * i], pad[2 * i + 1]
+        if lo < 0:
+            out = aten.slice.Tensor(out, d, -lo)
+        if hi < 0:
+            out = aten.slice.Tensor(out, d, 0, out.shape[d] + hi)
+        parts = [out]
+        for n, at in ((lo, 0), (hi, 1)):
+            if n > 0:
+                shape = list(out.shape)
+                shape[d] = n
+                block = aten.full.default(shape, value, dtype=x.dtype, device=x.device)
+                parts.insert(at if at == 0 else len(parts), block)
+        if len(parts) > 1:
+            out = aten.cat.default(parts, d)
+    return aten.clone.default(out) if out is x else out
 
 
 def _oblivious(on: bool):
@@ -299,6 +391,54 @@ def _assumptions(env, symbols: dict) -> list:
     for asserts in env.deferred_runtime_asserts.values():
         out += [a.expr for a in asserts if a.expr.free_symbols <= ours]
     return list(dict.fromkeys(out))
+
+
+def _eager_layouts(fn: Callable, gm, symbols: dict, sources: dict) -> Callable:
+    """``fn`` returning its tensors with the strides eager gives them (those of
+    the graph's outputs, as make_fx computed them on eager's meta functions).
+
+    A back end may lay an output out otherwise (Inductor's ``cat`` of an empty
+    tensor keeps its other input's strides, where eager's is contiguous): a
+    backward compiled for eager's layout of what the forward saved asserts it,
+    and user code may ``view`` what it gets. Each call compares the strides
+    (one tuple comparison per tensor); a mismatch is copied into eager's."""
+    from torch.utils._sympy.printers import PythonPrinter
+
+    out_node = next(n for n in gm.graph.nodes if n.op == "output")
+    vals = [getattr(a, "meta", {}).get("val") for a in out_node.args[0]]
+    pr = PythonPrinter()
+
+    def text(x) -> str:
+        return str(x) if isinstance(x, int) else f"({pr.doprint(x.node.expr)})"
+
+    lines = ["def layouts(args, outs):"]
+    for sym, s in {sym: s for s, (_, sym) in symbols.items()}.items():
+        src = sources[s]
+        at = f"args[{src[1]}]" if src[0] == "arg" else f"args[{src[1]}].shape[{src[2]}]"
+        lines.append(f"    {sym} = {at}")
+    checks = 0
+    for i, v in enumerate(vals):
+        if isinstance(v, torch.Tensor) and v.layout == torch.strided:
+            strides = "(" + "".join(text(st) + ", " for st in v.stride()) + ")"
+            lines.append(f"    if outs[{i}].stride() != {strides}:")
+            lines.append(f"        outs[{i}] = _restride(outs[{i}], {strides})")
+            checks += 1
+    if not checks:
+        return fn
+    lines.append("    return outs")
+    scope: dict = {"_restride": _restride}
+    exec(compile("\n".join(lines) + "\n", "<symshape backend layouts>", "exec"), scope)
+    layouts = scope["layouts"]
+
+    def run(*args):
+        return layouts(args, list(fn(*args)))
+
+    return run
+
+
+def _restride(t: torch.Tensor, strides: tuple) -> torch.Tensor:
+    out = torch.empty_strided(t.shape, strides, dtype=t.dtype, device=t.device)
+    return out.copy_(t)
 
 
 def _guard_check(env, symbols: dict, sources: dict) -> Callable:

@@ -139,3 +139,81 @@ def test_what_a_backend_specializes_is_checked_on_every_call():
         x = torch.randn(b)
         torch.testing.assert_close(f(x), x * 2)
     assert f.stats.compiles == 1 and f.stats.backend_compiles == 2
+
+
+def test_a_backends_output_layout_is_made_eagers():
+    """A back end may return a tensor laid out otherwise than eager: what the user
+    gets (and what a backward reads) has eager's strides, and the same values."""
+
+    def transposing(gm, example_inputs):
+        def run(*args):
+            return [o.t().contiguous().t() if o.dim() == 2 else o for o in gm(*args)]
+
+        return run
+
+    def fn(x, w):
+        return x @ w, (x * 2).sum(0)
+
+    f = symshape.jit(fn, dynamic=True, backend=transposing)
+    for b in (3, 5, 8):
+        x, w = torch.randn(b, 4), torch.randn(4, 6)
+        got, want = f(x, w), fn(x, w)
+        for g, e in zip(got, want):
+            assert g.stride() == e.stride() and torch.equal(g, e)
+            g.view(-1)  # legal on eager's layout
+    assert f.stats.backend_compiles == 1
+
+
+def test_a_backend_that_refuses_a_view_gets_reshapes():
+    """A compile that fails on the graph's views (a back end laying a tensor out
+    otherwise than eager, as Inductor's cat of an empty tensor) is retried once
+    with each view as a reshape; the call runs compiled, without a warning."""
+    seen = []
+
+    def no_views(gm, example_inputs):
+        targets = {n.target for n in gm.graph.nodes}
+        seen.append(torch.ops.aten.view.default in targets)
+        if seen[-1]:
+            raise ValueError("Cannot view a tensor with these strides")
+        return gm
+
+    def fn(x):
+        return (x.t() * 2).reshape(-1).view(x.shape[1], -1).sum(1)
+
+    f = symshape.jit(fn, dynamic=True, backend=no_views)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BackendWarning)
+        for b in (3, 6):
+            x = torch.randn(b, 4)
+            torch.testing.assert_close(f(x), fn(x))
+    assert seen == [True, False] and f.stats.backend_compiles == 1
+
+
+def test_padding_stays_symbolic_in_the_graph():
+    """``F.pad`` (transformers' loss pads the labels): PyTorch's fake kernel would
+    make the graph specialize every size; decomposed, one graph serves every
+    shape, and the decomposition is ``constant_pad_nd``'s values."""
+    from symshape.jit.backends import _constant_pad_nd
+
+    graphs = []
+
+    def counting(gm, example_inputs):
+        graphs.append(gm)
+        return gm
+
+    def fn(x, ids):
+        return torch.nn.functional.pad(x, (1, 2, 0, 1), value=0.5), torch.nn.functional.pad(
+            ids, (0, 1), value=-100
+        )
+
+    f = symshape.jit(fn, dynamic=True, backend=counting)
+    for b, t in ((2, 5), (3, 7), (4, 9)):
+        x, ids = torch.randn(b, t), torch.randint(0, 9, (b, t))
+        for g, e in zip(f(x, ids), fn(x, ids)):
+            assert torch.equal(g, e)
+    assert len(graphs) == 1
+    for shape, pad in [((3, 4, 5), (1, 2, -1, 3)), ((2, 3), (-1, -1)), ((2, 3), (0, 0))]:
+        x = torch.randn(shape)
+        got = _constant_pad_nd(x, pad, 1.5)
+        assert torch.equal(got, torch.ops.aten.constant_pad_nd(x, pad, 1.5))
+        assert got.data_ptr() != x.data_ptr()  # a new tensor, as eager's
