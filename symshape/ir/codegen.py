@@ -26,7 +26,7 @@ def compile_source(
     _COUNTER[0] += 1
     filename = f"<symshape {filename_hint} {_COUNTER[0]}>"
     if lazy:
-        return _Lazy(source, name, dict(extra_globals), filename)
+        return Lazy(source, name, dict(extra_globals), filename)
     return _compile(source, name, extra_globals, filename)
 
 
@@ -37,7 +37,7 @@ def _compile(source: str, name: str, extra_globals: dict, filename: str) -> Call
     return g[name]
 
 
-class _Lazy:
+class Lazy:
     """A generated function, compiled when first called (``compile_source(lazy=True)``)."""
 
     __slots__ = ("_fn", "_parts")
@@ -47,10 +47,15 @@ class _Lazy:
         self._fn = None
 
     def __call__(self, *args, **kwargs):
+        return self.compiled()(*args, **kwargs)
+
+    def compiled(self) -> Callable:
+        """The function itself (compiled now if not yet): callers that keep it skip
+        this wrapper's call."""
         fn = self._fn
         if fn is None:  # two threads may both compile: the same function either way
             fn = self._fn = _compile(*self._parts)
-        return fn(*args, **kwargs)
+        return fn
 
 
 def compile_trace(trace: Trace, source: str | None = None, boxed: bool = False) -> Callable:

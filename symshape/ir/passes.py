@@ -46,9 +46,11 @@ def cse(trace: Trace) -> Trace:
         return rename.get(id(v), v)
 
     for n in trace.nodes:
-        args = map_vars(n.args, sub)
-        kwargs = tuple((k, map_vars(v, sub)) for k, v in n.kwargs)
-        if args is not n.args or kwargs != n.kwargs:
+        # a node none of whose inputs was merged away is kept as it is (rebuilding it
+        # would make an equal node)
+        if rename and any(id(v) in rename for v in n.inputs()):
+            args = map_vars(n.args, sub)
+            kwargs = tuple((k, map_vars(v, sub)) for k, v in n.kwargs)
             n = Node(n.op, args, kwargs, n.outputs, n.where, n.unpack, n.extra)
         # a node that binds unbacked symbols (``u0, u1 = _tolist(i)``) is never merged:
         # expressions elsewhere (metas, later sizes, the backward) name its symbols,

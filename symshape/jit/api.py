@@ -26,6 +26,7 @@ import torch
 import torch.utils._pytree as pytree
 from torch import nn
 
+from symshape.ir.codegen import Lazy
 from symshape.jit import backends, splits, wrapping
 from symshape.jit.cache_limit import cache_limit_message, user_stacklevel
 from symshape.jit.outputs import unflatten
@@ -109,8 +110,11 @@ class TraceEntry:
         self.prologue = traced.prologue
         self.computation = traced.computation
         self.backward = traced.backward
-        self.check = traced.prologue.fn
-        self.first = traced.prologue.first_fn or self.check  # for the call that traced it
+        fn = traced.prologue.fn
+        # a prologue compiled lazily (tracer.py) is compiled by the first call that checks
+        # it, which then replaces itself by the function
+        self.check = self._compile_check if isinstance(fn, Lazy) else fn
+        self.first = traced.prologue.first_fn or fn  # for the call that traced it
         self.run = traced.run
         self.spec = traced.out_spec
         # writes into the caller's objects and modules, made after each call (writes.py)
@@ -128,6 +132,13 @@ class TraceEntry:
         self.rebase = (
             tree.rebase if tree is not None and self.replay and self.replay.modules else None
         )
+
+    def _compile_check(self, *args):
+        p = self.prologue
+        if isinstance(p.fn, Lazy):
+            p.fn = p.fn.compiled()
+        self.check = p.fn
+        return p.fn(*args)
 
     @property
     def guards(self) -> list[str]:

@@ -22,6 +22,7 @@ computation's arguments, or the index of the first check that failed::
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 import torch
@@ -30,6 +31,7 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from symshape.ir import TensorMeta, Var, fmt
+from symshape.ir.printer import RESERVED
 from symshape.jit.generators import generator_input
 from symshape.jit.input_autograd import InputAutograd
 from symshape.jit.layouts import dense_order, narrowed_dim, permuted_strides
@@ -96,6 +98,34 @@ class Prologue:
         return self.source
 
 
+class _Globals(dict):
+    """The prologue's globals, indexed for ``Builder.const``: the first name holding
+    an object (by identity; a device by value), kept up to date on every write."""
+
+    __slots__ = ("by_device", "by_id")
+
+    def __init__(self):
+        super().__init__()
+        self.by_id: dict = {}  # id(value) -> its first name
+        self.by_device: dict = {}  # torch.device -> the first name of an equal device
+
+    def __setitem__(self, key, value) -> None:
+        replaced = key in self
+        super().__setitem__(key, value)
+        if replaced:  # rare: the names after it may now come first
+            self.by_id.clear()
+            self.by_device.clear()
+            for k, v in self.items():
+                self._index(k, v)
+        else:
+            self._index(key, value)
+
+    def _index(self, key, value) -> None:
+        self.by_id.setdefault(id(value), key)
+        if isinstance(value, torch.device):
+            self.by_device.setdefault(value, key)
+
+
 @dataclass
 class Builder(ObjectInputs):
     ctx: object
@@ -103,7 +133,7 @@ class Builder(ObjectInputs):
     is_module: bool
     lines: list = field(default_factory=list)
     checks: list = field(default_factory=list)
-    globals: dict = field(default_factory=dict)
+    globals: dict = field(default_factory=_Globals)
     tensor_inputs: list = field(default_factory=list)  # (Var, label, is_param)
     int_inputs: list = field(default_factory=list)  # (Symbol, label)
     leaves: list = field(default_factory=list)  # (label, value) for the policy
@@ -135,11 +165,10 @@ class Builder(ObjectInputs):
         return self.ctx.reserve(name)
 
     def const(self, obj, prefix: str = "_k") -> str:
-        for k, v in self.globals.items():
-            if v is obj or (
-                isinstance(obj, torch.device) and isinstance(v, torch.device) and v == obj
-            ):
-                return k
+        g = self.globals
+        k = g.by_device.get(obj) if isinstance(obj, torch.device) else g.by_id.get(id(obj))
+        if k is not None:
+            return k
         name = f"{prefix}{len(self.globals)}"
         self.globals[name] = obj
         return name
@@ -696,17 +725,16 @@ def _join(a: str, b: str) -> str:
     return f"{a}.{b}" if a else b
 
 
+_NON_WORD = re.compile(r"\W")  # not str.isalnum() nor "_" (re's \w is exactly those)
+_UNDERSCORES = re.compile("__+")
+
+
 def _identifier(label: str) -> str:
-    out = []
-    for ch in label:
-        out.append(ch if ch.isalnum() or ch == "_" else "_")
-    s = "".join(out).strip("_") or "v"
-    while "__" in s:
-        s = s.replace("__", "_")
+    s = _NON_WORD.sub("_", label).strip("_") or "v"
+    if "__" in s:
+        s = _UNDERSCORES.sub("_", s)
     if s[0].isdigit():
         s = "v" + s
-    from symshape.ir.printer import RESERVED
-
     if s in RESERVED or s.startswith("_") or s in {"args", "kwargs", "m"}:
         s = s + "_"
     return s

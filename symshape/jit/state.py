@@ -548,13 +548,14 @@ class TreeGuard:
     ``_modules`` (``children()``, iteration) has them unwatched: a submodule
     added later changes nothing it computes."""
 
-    __slots__ = ("classes", "compiled", "dicts", "leaf", "objects", "static", "versions")
+    __slots__ = ("checked", "classes", "compiled", "dicts", "leaf", "objects", "static", "versions")
 
     def __init__(self, modules: list, classes: list, objects: list = (), looked=frozenset()):
         self.leaf = [not m._modules and id(m) not in looked for m in modules]
         self.classes = classes
         self.objects = list(objects)  # ObjectGuards of objects read off the modules
         self.static = True  # False once the jit writes the trace's own values each call
+        self.checked = False  # True after the first check found every tag as expected
         self.refresh(*modules)
 
     def fast(self) -> bool:
@@ -562,7 +563,11 @@ class TreeGuard:
         if c is not None:
             return c.check(_NO_LOCALS)
         ok = list(map(dict_version, self.dicts)) == self.versions
-        if ok and self.static:
+        if ok and self.static and not self.checked:
+            # the first call (the one traced, whose first trace of a large model should
+            # be quick) checks in Python; the next builds the C++ check
+            self.checked = True
+        elif ok and self.static:
             # every tag is as expected now: the C++ check of torch's guard trees,
             # which holds the tags it sees, costs half the Python pass
             c = compiled_version_check(self.dicts)

@@ -3,6 +3,7 @@ the tracing mode, and assemble the prologue and the computation."""
 
 from __future__ import annotations
 
+import gc
 import inspect
 import time
 import types
@@ -119,26 +120,34 @@ def trace_call(
     trace splits at each read (``trace/reads.py``), the first ``len(known)`` of
     which take these values. ``backend``: None, or ``backend(trace, run, boxed)``
     returning what runs a compiled trace (``jit/backends.py``)."""
-    decided: list = []
-    eager = False
-    while True:
-        try:
-            return _trace_once(
-                fn, module, args, kwargs, policy, name, decided, eager, known, backend
-            )
-        except _SymBoolArgument as e:
-            if eager:
-                raise TracingError(
-                    f"{e.error}: a symbolic bool that depends on data reached a PyTorch "
-                    "function that takes only a Python bool. Fix: decide it first, e.g. "
-                    "symshape.check(...) on the values it compares, or pass bool(...)."
-                ) from e.error
-            taken = {id(g.cond) for g in decided}
-            new = [g for g in e.guards if id(g.cond) not in taken]
-            if new:
-                decided = decided + new
-            else:
-                eager = True
+    # a trace allocates many small objects and frees few: the cyclic collector's
+    # passes over them (dozens in a large model's trace) find nothing to collect
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        decided: list = []
+        eager = False
+        while True:
+            try:
+                return _trace_once(
+                    fn, module, args, kwargs, policy, name, decided, eager, known, backend
+                )
+            except _SymBoolArgument as e:
+                if eager:
+                    raise TracingError(
+                        f"{e.error}: a symbolic bool that depends on data reached a PyTorch "
+                        "function that takes only a Python bool. Fix: decide it first, e.g. "
+                        "symshape.check(...) on the values it compares, or pass bool(...)."
+                    ) from e.error
+                taken = {id(g.cond) for g in decided}
+                new = [g for g in e.guards if id(g.cond) not in taken]
+                if new:
+                    decided = decided + new
+                else:
+                    eager = True
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _trace_once(
@@ -343,14 +352,21 @@ def _trace_once(
         )
         + "\n"
     )
-    pro = compile_source(src, "prologue", b.globals, f"prologue {name}")
+    # the call being traced already ran its Python, writes to objects included: it is
+    # served by the prologue less the checks of Python state (which those writes may fail);
+    # the whole prologue, first needed by the next call, is compiled then (TraceEntry)
+    state = {k for k, c in enumerate(b.checks) if c.kind == "state"}
+    pro = compile_source(src, "prologue", b.globals, f"prologue {name}", lazy=bool(state))
     explain_src = src.replace("def prologue(", "def explain(")
     explain_src = _returns_locals(explain_src)
     explain = compile_source(explain_src, "explain", b.globals, f"explain {name}", lazy=True)
-    # the call being traced already ran its Python, writes to objects included: it is
-    # served by the prologue less the checks of Python state (which those writes may fail)
-    state = {k for k, c in enumerate(b.checks) if c.kind == "state"}
-    first = compile_source(_without(src, state), "prologue", b.globals, f"prologue {name}")
+    first = compile_source(
+        _without(src, state) if state else src,
+        "prologue",
+        b.globals,
+        f"prologue {name}",
+        lazy=not state,  # not called: the prologue serves the first call too
+    )
     prologue = Prologue(src, pro, b.checks, explain, first if state else pro, b.tree)
     t_prologue = time.perf_counter()
     run = compile_trace(trace) if split is None else None
@@ -490,11 +506,17 @@ def _simplify_metas(trace: Trace, env) -> None:
     """Print every shape with what the trace learned (``s1`` -> ``s0`` after a guard)."""
     from symshape.ir import TensorMeta
 
+    simplify = env.simplify
+
     def fix(v):
         m = v.meta
         if isinstance(m, TensorMeta):
-            shape = tuple(env.simplify(d) for d in m.shape)
-            strides = None if m.strides is None else tuple(env.simplify(d) for d in m.strides)
+            shape = tuple([d if type(d) is int else simplify(d) for d in m.shape])
+            strides = m.strides
+            if strides is not None:
+                strides = tuple([d if type(d) is int else simplify(d) for d in strides])
+            if m.layout_known and _same(shape, m.shape) and _same(strides, m.strides):
+                return  # already what it would be rebuilt as
             v.meta = TensorMeta(shape, m.dtype, m.device, m.requires_grad, strides)
 
     for v in trace.inputs:
@@ -502,6 +524,13 @@ def _simplify_metas(trace: Trace, env) -> None:
     for n in trace.nodes:
         for v in n.outputs:
             fix(v)
+
+
+def _same(a: tuple | None, b: tuple | None) -> bool:
+    """The same sizes, object for object (``b`` a tuple, as ``a`` is)."""
+    if a is None or b is None:
+        return a is b
+    return type(b) is tuple and len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
 def _no_traced_values_left(objects: list) -> None:

@@ -12,6 +12,8 @@ import torch
 
 from symshape.sym import expr as E
 from symshape.sym import logic as L
+from symshape.trace.symnode import SymNode
+from symshape.trace.symvalues import SymInt
 
 
 def contiguous_strides(shape) -> tuple:
@@ -48,8 +50,8 @@ def _layout(ctx, meta) -> tuple:
         cache["epoch"] = env.epoch
     shape, strides, itemsize = meta.shape, meta.strides, meta.dtype.itemsize
     key = (
-        tuple(d if type(d) is int else d.uid for d in shape),
-        None if strides is None else tuple(d if type(d) is int else d.uid for d in strides),
+        tuple([d if type(d) is int else d.uid for d in shape]),
+        None if strides is None else tuple([d if type(d) is int else d.uid for d in strides]),
         itemsize,
     )
     hit = cache.get(key)
@@ -66,10 +68,15 @@ def _layout(ctx, meta) -> tuple:
             last = E.add(last, E.mul(st, E.sub(d, 1)))
         hit = cache[key] = (sizes, steps, env.simplify(E.mul(itemsize, last)))
     sizes, steps, nbytes = hit
+    # simplified when cached: each becomes a SymInt as it is (ctx.symint would simplify again)
     return (
-        [d if type(d) is int else ctx.symint(d) for d in sizes],
-        [d if type(d) is int else ctx.symint(d) for d in steps],
-        None if ctx.decide_comparisons else nbytes if type(nbytes) is int else ctx.symint(nbytes),
+        [d if type(d) is int else SymInt(SymNode(ctx, d, "int")) for d in sizes],
+        [d if type(d) is int else SymInt(SymNode(ctx, d, "int")) for d in steps],
+        None
+        if ctx.decide_comparisons
+        else nbytes
+        if type(nbytes) is int
+        else SymInt(SymNode(ctx, nbytes, "int")),
     )
 
 

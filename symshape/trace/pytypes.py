@@ -159,11 +159,17 @@ _json_default_of_python = json.JSONEncoder.default
 
 
 _bound: set[str] = set()  # symshape modules whose globals hold the real ``type``
+_modules_seen = [0]  # len(sys.modules) when _bind_real_type last looked
 
 
 def _bind_real_type() -> None:
     """symshape's own modules (the engine asks ``type(x) is int`` tens of thousands
-    of times per trace) find the real ``type`` in their globals, before builtins."""
+    of times per trace) find the real ``type`` in their globals, before builtins.
+    Only a speed-up (``_Type`` gives symshape's modules the real classes too): the
+    thousands of modules are looked through again only when their number changed."""
+    if len(sys.modules) == _modules_seen[0]:
+        return
+    _modules_seen[0] = len(sys.modules)
     for name, mod in list(sys.modules.items()):
         if name.partition(".")[0] == "symshape" and name not in _bound and mod is not None:
             vars(mod).setdefault("type", _real_type)

@@ -1,0 +1,72 @@
+"""The front end's shortcuts (issue 18) leave what a trace does unchanged."""
+
+import gc
+
+import pytest
+import torch
+
+import symshape
+from symshape.ir.codegen import Lazy
+from symshape.jit.prologue import _Globals
+
+
+def test_gc_state_is_restored_after_a_trace():
+    assert gc.isenabled()
+    f = symshape.jit(lambda x: x * 2, dynamic=True)
+    f(torch.randn(3))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        symshape.jit(lambda x: x + 1, dynamic=True)(torch.randn(3))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_gc_is_enabled_again_when_a_trace_fails():
+    def bad(x):
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        symshape.jit(bad)(torch.randn(2))
+    assert gc.isenabled()
+
+
+def test_the_full_prologue_is_compiled_by_the_second_call():
+    m = torch.nn.Linear(4, 3)
+    f = symshape.jit(m, dynamic=True)
+    f(torch.randn(5, 4))
+    e = f._jit._entries[0]
+    assert isinstance(e.prologue.fn, Lazy)  # the first call ran the prologue less state checks
+    torch.testing.assert_close(f(torch.randn(6, 4)).shape, torch.Size([6, 3]))
+    assert not isinstance(e.prologue.fn, Lazy)
+    assert e.check is e.prologue.fn  # later calls call the compiled function itself
+    assert f.stats.compiles == 1 and f.stats.cache_hits == 1
+
+
+def test_globals_index_finds_the_first_name():
+    g = _Globals()
+    obj, dev = object(), torch.device("cpu")
+    g["a"] = 1
+    g["b"] = obj
+    g["c"] = obj
+    g["d"] = torch.device("cpu")
+    assert g.by_id[id(obj)] == "b"
+    assert g.by_device[dev] == "d"
+    g["b"] = 2  # replaced: the next name holding it comes first
+    assert g.by_id[id(obj)] == "c"
+    assert id(obj) in g.by_id and g.by_device[torch.device("cpu")] == "d"
+
+
+def test_a_symbolic_size_is_no_tensor_like():
+    """Speed-ups of the SymInts given to user code keep Python's view of them an
+    int's: no ``__torch_function__`` (``torch.overrides.is_tensor_like``)."""
+    seen = []
+
+    def fn(x):
+        n = x.shape[0]
+        seen.append((torch.overrides.is_tensor_like(n), hasattr(n, "__torch_function__")))
+        return x * 2
+
+    symshape.jit(fn, dynamic=True)(torch.randn(3, 2))
+    assert seen == [(False, False)]
