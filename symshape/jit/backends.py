@@ -302,9 +302,9 @@ def _has_views(gm) -> bool:
     return any(n.target is torch.ops.aten.view.default for n in gm.graph.nodes)
 
 
-def _views_to_reshapes(gm) -> bool:
+def _views_to_reshapes(gm) -> None:
     """Make each ``aten.view`` of ``gm`` an ``aten.reshape`` (a view where the
-    strides allow one, else a copy); False if it has none.
+    strides allow one, else a copy).
 
     The graph's views are legal on the strides eager and make_fx compute, but a
     back end's decompositions may lay a tensor out differently: Inductor's
@@ -313,14 +313,10 @@ def _views_to_reshapes(gm) -> bool:
     reshaped for ``bmm``). A view whose result is written in place is left
     alone, as a copy would not alias."""
     view, reshape = torch.ops.aten.view.default, torch.ops.aten.reshape.default
-    changed = False
     for node in gm.graph.nodes:
         if node.target is view and not any(_writes(u, node) for u in node.users):
             node.target = reshape
-            changed = True
-    if changed:
-        gm.recompile()
-    return changed
+    gm.recompile()
 
 
 def _writes(user, node) -> bool:
@@ -333,7 +329,7 @@ def _writes(user, node) -> bool:
         a.alias_info is not None and a.alias_info.is_write and i < len(user.args)
         and user.args[i] is node
         for i, a in enumerate(schema.arguments)
-    ) or any(node is v for k, v in user.kwargs.items() if k == "out")  # fmt: skip
+    ) or user.kwargs.get("out") is node  # fmt: skip
 
 
 def _decompositions() -> dict:
@@ -356,16 +352,19 @@ def _constant_pad_nd(x, pad, value=0):
             out = aten.slice.Tensor(out, d, -lo)
         if hi < 0:
             out = aten.slice.Tensor(out, d, 0, out.shape[d] + hi)
-        parts = [out]
-        for n, at in ((lo, 0), (hi, 1)):
-            if n > 0:
-                shape = list(out.shape)
-                shape[d] = n
-                block = aten.full.default(shape, value, dtype=x.dtype, device=x.device)
-                parts.insert(at if at == 0 else len(parts), block)
-        if len(parts) > 1:
-            out = aten.cat.default(parts, d)
+        if lo > 0 or hi > 0:
+            blocks = [_block(out, d, n, value) for n in (lo, hi)]
+            out = aten.cat.default([b for b in (blocks[0], out, blocks[1]) if b is not None], d)
     return aten.clone.default(out) if out is x else out
+
+
+def _block(x, d: int, n, value):
+    """``n`` entries of ``value`` shaped as ``x`` but in dimension ``d`` (None: n <= 0)."""
+    if n <= 0:
+        return None
+    shape = list(x.shape)
+    shape[d] = n
+    return torch.ops.aten.full.default(shape, value, dtype=x.dtype, device=x.device)
 
 
 def _oblivious(on: bool):
@@ -411,11 +410,7 @@ def _eager_layouts(fn: Callable, gm, symbols: dict, sources: dict) -> Callable:
     def text(x) -> str:
         return str(x) if isinstance(x, int) else f"({pr.doprint(x.node.expr)})"
 
-    lines = ["def layouts(args, outs):"]
-    for sym, s in {sym: s for s, (_, sym) in symbols.items()}.items():
-        src = sources[s]
-        at = f"args[{src[1]}]" if src[0] == "arg" else f"args[{src[1]}].shape[{src[2]}]"
-        lines.append(f"    {sym} = {at}")
+    lines = ["def layouts(args, outs):", *_bind_symbols(symbols, sources)]
     checks = 0
     for i, v in enumerate(vals):
         if isinstance(v, torch.Tensor) and v.layout == torch.strided:
@@ -441,17 +436,23 @@ def _restride(t: torch.Tensor, strides: tuple) -> torch.Tensor:
     return out.copy_(t)
 
 
+def _bind_symbols(symbols: dict, sources: dict) -> list[str]:
+    """Lines of a generated ``f(args, ...)`` giving each of PyTorch's symbols its
+    value at the call (an argument, or a dimension of one)."""
+    lines = []
+    for s, (_, sym) in symbols.items():
+        src = sources[s]
+        at = f"args[{src[1]}]" if src[0] == "arg" else f"args[{src[1]}].shape[{src[2]}]"
+        lines.append(f"    {sym} = {at}")
+    return lines
+
+
 def _guard_check(env, symbols: dict, sources: dict) -> Callable:
     """A function of the call's inputs: do the back end's assumptions hold?"""
     from torch.utils._sympy.printers import PythonPrinter
 
-    names = {sym: s for s, (_, sym) in symbols.items()}
     conds = [PythonPrinter().doprint(e) for e in _assumptions(env, symbols)]
-    lines = ["def check(args):"]
-    for sym, s in names.items():
-        src = sources[s]
-        at = f"args[{src[1]}]" if src[0] == "arg" else f"args[{src[1]}].shape[{src[2]}]"
-        lines.append(f"    {sym} = {at}")
+    lines = ["def check(args):", *_bind_symbols(symbols, sources)]
     lines.append("    return " + (" and ".join(f"({c})" for c in conds) if conds else "True"))
     scope: dict = {}
     exec(compile("\n".join(lines) + "\n", "<symshape backend guards>", "exec"), scope)
