@@ -70,3 +70,26 @@ def test_a_symbolic_size_is_no_tensor_like():
 
     symshape.jit(fn, dynamic=True)(torch.randn(3, 2))
     assert seen == [(False, False)]
+
+
+def test_the_lazily_compiled_prologue_checks_python_state():
+    """The state checks left out of the first call's prologue are in the one the
+    second call compiles: Python state changed after the first call retraces."""
+
+    class Scaled(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = 2.0
+            self.lin = torch.nn.Linear(4, 3)
+
+        def forward(self, x):
+            return self.lin(x) * self.scale
+
+    m = Scaled()
+    f = symshape.jit(m, dynamic=True)
+    x = torch.randn(5, 4)
+    torch.testing.assert_close(f(x), m(x))
+    m.scale = 3.0  # before any call has run the full prologue
+    y = torch.randn(7, 4)
+    torch.testing.assert_close(f(y), m(y))
+    assert f.stats.compiles == 2
