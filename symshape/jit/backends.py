@@ -16,10 +16,19 @@ The graph is built, and compiled, with PyTorch's size-oblivious reasoning on
 those symbols (``backed_size_oblivious``): a meta function that asks whether a
 size is 1 only to pick a faster path (a contiguity check) takes the general
 one, valid for 1 too, so a batch of 1 shares its family's code where the back
-end allows it. (Inductor still tells some apart: with a batch of 1, two
-strides tie and its choice of loop order guards on that.) Where a meta
-function cannot decide obliviously (a ``view`` that is legal only given the
-sizes' values), the graph is built again with guards on the sizes instead.
+end allows it. Two places PyTorch would still ask are made not to
+(``oblivious.py``): the strides of a view while Inductor lowers it, and
+``torch.matmul``'s reshapes of its operands for ``bmm``. (Inductor's CPU
+``bmm`` still asks whether the length is 1, to choose its operands' layout.)
+Where a meta function cannot decide obliviously (a ``view`` that is legal
+only given the sizes' values), the graph is built again with guards on the
+sizes instead.
+
+A size of 0 or 1 at the call that compiles is a constant of that compile, as
+in torch.compile's 0/1 specialization: a family of its own, checked on every
+call, and a faster compile than a symbolic one (length 1 makes attention a
+vector product). A graph compiled for larger sizes serves 0 and 1 wherever its
+assumptions admit them, so a batch of 1 after a batch of 8 compiles nothing.
 
 Soundness stays symshape's: whatever the back end assumed while compiling (the
 guards PyTorch's ShapeEnv recorded: ``Ne(s0, 1)``, a divisibility, and any
@@ -47,6 +56,7 @@ temporary one (``benchmarks/bench_backend.py`` measures cold compiles so).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import warnings
@@ -55,6 +65,7 @@ from collections.abc import Callable
 import torch
 
 from symshape.ir import TensorMeta, Trace, Var
+from symshape.jit import oblivious as oblivious_layouts
 from symshape.sym import expr as E
 
 log = logging.getLogger("symshape")
@@ -139,7 +150,7 @@ class Compiled:
             gm, fakes, env, symbols, oblivious = self._graph(args)
             t1 = time.perf_counter()
             try:
-                with _oblivious(oblivious):
+                with _oblivious(oblivious), _views(oblivious):
                     fn = self.backend(gm, fakes)
             except Exception as e:
                 if not _has_views(gm):
@@ -181,7 +192,11 @@ class Compiled:
             self.name,
             self.trace.name,
             seconds,
-            ", ".join(str(g) for g in _assumptions(env, symbols)) or "nothing",
+            ", ".join(
+                [f"{s.name} == {v}" for s, (v, sym) in symbols.items() if sym is None]
+                + [str(g) for g in _assumptions(env, symbols)]
+            )
+            or "nothing",
         )
         fn = _like_trace(fn, self.trace.output)
         self.artifacts.append((check, fn))
@@ -263,9 +278,12 @@ def _graph(trace: Trace, run: Callable, args: tuple, sources: dict, oblivious: b
     env = ShapeEnv(specialize_zero_one=False)
     # the trace's constants (a buffer it captured) stay real: constants of the graph
     mode = FakeTensorMode(shape_env=env, allow_non_fake_inputs=True)
-    symbols: dict = {}  # our Symbol -> (torch SymInt, its sympy symbol)
+    symbols: dict = {}  # our Symbol -> (torch SymInt, its sympy symbol), or (0 or 1, None)
     for s, src in sources.items():
         hint = int(_value(src, args))
+        if hint in (0, 1):  # a family of its own, compiled for the constant (see Compiled)
+            symbols[s] = (hint, None)
+            continue
         sym = env.create_symbol(hint, ConstantSource(s.name), dynamic_dim=DimDynamic.DYNAMIC)
         env.size_like.add(sym)
         symbols[s] = (env.create_symintnode(sym, hint=hint), sym)
@@ -289,9 +307,17 @@ def _graph(trace: Trace, run: Callable, args: tuple, sources: dict, oblivious: b
         else:
             raise TypeError(f"{v.name} ({type(a).__name__}) is not a tensor or a size")
     # in the fake mode: a factory (torch.arange(s1)) makes a fake of symbolic size too
+    values_only = _values_only(run, trace.output)
+
+    def body(*a):
+        if not oblivious:
+            return values_only(*a)
+        with oblivious_layouts.graph_mode():
+            return values_only(*a)
+
     with torch.no_grad(), mode, _oblivious(oblivious):
         gm = make_fx(
-            _values_only(run, trace.output),
+            body,
             tracing_mode="real",
             decomposition_table=_decompositions(),
         )(*fakes)
@@ -373,6 +399,10 @@ def _oblivious(on: bool):
     return _config.patch(backed_size_oblivious=on)
 
 
+def _views(on: bool):
+    return oblivious_layouts.views() if on else contextlib.nullcontext()
+
+
 def _contiguous(shape: list) -> list:
     out, acc = [], 1
     for d in reversed(shape):
@@ -385,7 +415,7 @@ def _assumptions(env, symbols: dict) -> list:
     """What the compiled code relies on: the ShapeEnv's guards, and any runtime
     assert it deferred on the sizes of the inputs (one on a size the graph
     computes from data is the compiled code's own to check)."""
-    ours = {sym for _, sym in symbols.values()}
+    ours = {sym for _, sym in symbols.values() if sym is not None}
     out = [g.expr for g in env.guards]
     for asserts in env.deferred_runtime_asserts.values():
         out += [a.expr for a in asserts if a.expr.free_symbols <= ours]
@@ -441,10 +471,15 @@ def _bind_symbols(symbols: dict, sources: dict) -> list[str]:
     value at the call (an argument, or a dimension of one)."""
     lines = []
     for s, (_, sym) in symbols.items():
-        src = sources[s]
-        at = f"args[{src[1]}]" if src[0] == "arg" else f"args[{src[1]}].shape[{src[2]}]"
-        lines.append(f"    {sym} = {at}")
+        if sym is None:
+            continue
+        lines.append(f"    {sym} = {_at(sources[s])}")
     return lines
+
+
+def _at(src) -> str:
+    """Where a symbol's value is at a call, as generated code reads it."""
+    return f"args[{src[1]}]" if src[0] == "arg" else f"args[{src[1]}].shape[{src[2]}]"
 
 
 def _guard_check(env, symbols: dict, sources: dict) -> Callable:
@@ -452,6 +487,9 @@ def _guard_check(env, symbols: dict, sources: dict) -> Callable:
     from torch.utils._sympy.printers import PythonPrinter
 
     conds = [PythonPrinter().doprint(e) for e in _assumptions(env, symbols)]
+    for s, (value, sym) in symbols.items():
+        if sym is None:  # compiled for this constant size
+            conds.append(f"{_at(sources[s])} == {value}")
     lines = ["def check(args):", *_bind_symbols(symbols, sources)]
     lines.append("    return " + (" and ".join(f"({c})" for c in conds) if conds else "True"))
     scope: dict = {}
