@@ -161,3 +161,24 @@ def test_inductor_gives_a_batch_of_one_the_family_of_larger_batches():
             x = torch.randn(b, t, 4)
             torch.testing.assert_close(f(x), model(x), rtol=1e-4, atol=1e-4)
     assert f.stats.compiles == 1 and f.stats.backend_compiles == 2
+
+
+def test_inductor_training_that_starts_at_a_batch_of_one():
+    """The first compile at batch 1 is for the constant 1, forward and backward; a
+    batch of 4 compiles the symbolic family, and each serves its own again."""
+    import copy
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 8))
+    ref = copy.deepcopy(model)
+    f = symshape.jit(model, dynamic=True, backend="inductor")
+    for b in (1, 4, 1, 3):
+        x = torch.randn(b, 16)
+        loss, want = f(x).pow(2).sum(), ref(x).pow(2).sum()
+        loss.backward()
+        want.backward()
+        torch.testing.assert_close(loss, want, rtol=1e-4, atol=1e-4)
+        for p, q in zip(model.parameters(), ref.parameters()):
+            torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-4)
+            p.grad = q.grad = None
+    assert f.stats.compiles == 1 and f.stats.backend_compiles == 4
