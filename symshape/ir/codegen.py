@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import linecache
+import time
 from collections.abc import Callable
 
 import torch
 
 import symshape
+from symshape.ir.interpreter import interpret
 from symshape.ir.printer import python_source
 from symshape.ir.runtime import assert_failed_fn
 from symshape.ir.trace import Trace
@@ -66,3 +68,41 @@ def compile_trace(trace: Trace, source: str | None = None, boxed: bool = False) 
     src = python_source(trace, release=True, boxed=boxed) if source is None else source
     extra = {"_assert_failed": assert_failed_fn(trace.asserts), **trace.constants}
     return compile_source(src, trace.name, extra, trace.name)
+
+
+class Deferred:
+    """``compile_trace(trace)``, compiled at its second call: the first runs the
+    trace's nodes through the interpreter (``interpret(release=True)``, the same
+    values and the same releases). Python's ``compile()`` of a large trace's
+    source takes milliseconds (about 10 for GPT-2 at 12 layers) that a call served
+    once, such as a retrace's, never earns back. ``compiled()`` compiles now;
+    ``on_compile``: a weak reference to a method ``(fn, ms)`` told of the
+    compile, once."""
+
+    __slots__ = ("_fn", "_ran", "_trace", "on_compile")
+
+    def __init__(self, trace: Trace):
+        self._trace = trace
+        self._fn = None
+        self._ran = False
+        self.on_compile = None
+
+    def __call__(self, *args):
+        fn = self._fn
+        if fn is not None:
+            return fn(*args)
+        if not self._ran:
+            self._ran = True
+            return interpret(self._trace, *args, release=True)
+        return self.compiled()(*args)
+
+    def compiled(self) -> Callable:
+        fn = self._fn
+        if fn is None:  # two threads may both compile: the same function either way
+            t = time.perf_counter()
+            fn = self._fn = compile_trace(self._trace)
+            hear, self.on_compile = self.on_compile, None
+            hear = hear() if hear is not None else None  # a weak reference to a method
+            if hear is not None:
+                hear(fn, (time.perf_counter() - t) * 1e3)
+        return fn

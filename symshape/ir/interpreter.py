@@ -7,24 +7,34 @@ Codegen (``codegen.py``) must agree with this for every trace; tests run both.
 
 from __future__ import annotations
 
+from symshape.ir.liveness import releases
 from symshape.ir.node import ASSERT, CONST, SYM, Var, map_vars
 from symshape.ir.runtime import assert_failed_fn
 from symshape.ir.trace import Trace
 from symshape.sym import expr as E
 
 
-def interpret(trace: Trace, *args):
+def interpret(trace: Trace, *args, release: bool = False):
+    """``trace`` run on ``args``, node by node. ``release``: each value is dropped
+    after its last use, where the compiled code's ``del`` drops it (``liveness``),
+    so a model's activations are not all held at once."""
     if len(args) != len(trace.inputs):
         raise TypeError(f"{trace.name} takes {len(trace.inputs)} arguments, got {len(args)}")
     env: dict[int, object] = {id(v): a for v, a in zip(trace.inputs, args)}
     consts = trace.constants
+    dead = releases(trace) if release else {}
 
     def read(v: Var):
         r = env.get(id(v), _MISSING)
         return consts[v.name] if r is _MISSING else r
 
     fail = assert_failed_fn(trace.asserts)
-    for n in trace.nodes:
+    a = kw = value = None
+    for i, n in enumerate(trace.nodes):
+        if i - 1 in dead:  # the previous node's last readers: drop what they read
+            a = kw = value = None
+            for v in dead[i - 1]:
+                env.pop(id(v), None)
         if n.op is SYM:
             expr, pairs = n.args
             value = E.evaluate(expr, {s: read(v) for s, v in pairs})
@@ -39,7 +49,8 @@ def interpret(trace: Trace, *args):
         else:
             a = map_vars(n.args, read)
             kw = {k: map_vars(v, read) for k, v in n.kwargs}
-            value = n.op.fn(*a, **kw)
+            fn = n.op.fn
+            value = (fn if fn is not None else _named(n.op.source))(*a, **kw)
         outs = n.outputs
         if not outs:
             continue
@@ -57,3 +68,28 @@ def interpret(trace: Trace, *args):
 
 
 _MISSING = object()
+
+
+_NAMED: dict[str, object] = {}
+
+
+def _named(source: str):
+    """The callable an op without ``fn`` names by its dotted ``source``, as the
+    compiled code's header binds it (``symshape.ops.runtime.mask_index``)."""
+    fn = _NAMED.get(source)
+    if fn is None:
+        import importlib
+
+        parts = source.split(".")
+        for i in range(len(parts) - 1, 0, -1):
+            try:
+                fn = importlib.import_module(".".join(parts[:i]))
+            except ImportError:
+                continue
+            for attr in parts[i:]:
+                fn = getattr(fn, attr)
+            break
+        if fn is None:
+            raise ImportError(f"cannot resolve {source!r}")
+        _NAMED[source] = fn
+    return fn

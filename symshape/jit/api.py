@@ -20,6 +20,7 @@ import logging
 import threading
 import types
 import warnings
+import weakref
 from dataclasses import dataclass, field
 
 import torch
@@ -116,6 +117,9 @@ class TraceEntry:
         self.check = self._compile_check if isinstance(fn, Lazy) else fn
         self.first = traced.prologue.first_fn or fn  # for the call that traced it
         self.run = traced.run
+        self._stats = None
+        if traced.deferred is not None:  # a weak reference: no cycle through the entry
+            traced.deferred.on_compile = weakref.WeakMethod(self._compiled)
         self.spec = traced.out_spec
         # writes into the caller's objects and modules, made after each call (writes.py)
         self.replay = traced.replay
@@ -132,6 +136,15 @@ class TraceEntry:
         self.rebase = (
             tree.rebase if tree is not None and self.replay and self.replay.modules else None
         )
+
+    def _compiled(self, fn, ms: float) -> None:
+        # the computation compiled at its second call (codegen.Deferred): later calls
+        # run the function itself, and its compile counts as this trace's codegen
+        if self.run is self._t.deferred:  # not wrapped (grad_mode.restoring)
+            self.run = fn
+        if self._stats is not None:
+            self._stats.trace_seconds += ms / 1e3
+            self._stats.phase_ms["codegen"] = self._stats.phase_ms.get("codegen", 0.0) + ms
 
     def _compile_check(self, *args):
         p = self.prologue
@@ -305,6 +318,7 @@ class JitFunction:
             except ChangesModules as e:  # runs eagerly, once (trace/construction.py)
                 return self._changes_modules(e.what, args, kwargs)
             entry = TraceEntry(traced)
+            entry._stats = self.stats
             self._entries = (entry, *self._entries)
             log.info(
                 "symshape: traced %s in %.1f ms: %d nodes, %d guards",

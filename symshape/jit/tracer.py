@@ -16,6 +16,7 @@ from torch._C._dynamo.guards import GlobalStateGuard
 from symshape.autograd import build_backward, make_function, no_saved_tensor_mutated
 from symshape.autograd.saved import mutated
 from symshape.ir import Node, OpRef, Trace, Var, compile_source, compile_trace, cse, dce, iter_vars
+from symshape.ir.codegen import Deferred
 from symshape.ir.passes import has_effect
 from symshape.ir.printer import fmt
 from symshape.jit import generators, outputs, segments
@@ -62,6 +63,7 @@ class Traced:
     # autograd, shapes), "prologue" (its checks and their compiled functions), "codegen"
     phase_ms: dict = field(default_factory=dict)
     split: object = None  # segments.Path: the segments of a trace that reads tensor data
+    deferred: object = None  # codegen.Deferred: the computation, compiled at its second call
 
 
 def labels_of(fn, args) -> list[str]:
@@ -369,7 +371,12 @@ def _trace_once(
     )
     prologue = Prologue(src, pro, b.checks, explain, first if state else pro, b.tree)
     t_prologue = time.perf_counter()
-    run = compile_trace(trace) if split is None else None
+    run = None
+    if split is None:
+        # a trace its back end or its backward also runs is compiled now; else at its
+        # second call, the first interpreting it (codegen.Deferred)
+        run = compile_trace(trace) if backend is not None or grad is not None else Deferred(trace)
+    deferred = run if isinstance(run, Deferred) else None
     if run is not None and backend is not None:
         run = backend(trace, run, False)
     backward = None
@@ -400,6 +407,7 @@ def _trace_once(
         replay,
         phases,
         split,
+        deferred,
     )
 
 

@@ -93,3 +93,39 @@ def test_the_lazily_compiled_prologue_checks_python_state():
     y = torch.randn(7, 4)
     torch.testing.assert_close(f(y), m(y))
     assert f.stats.compiles == 2
+
+
+def test_the_computation_is_interpreted_once_then_compiled():
+    """The first call runs the trace's nodes through the interpreter (with the
+    compiled code's releases); the second compiles its source, and later calls
+    run that function. Results match eager at every shape."""
+
+    def fn(x, y):
+        return (x @ y).relu().sum(-1), x.shape[0] * 2
+
+    f = symshape.jit(fn, dynamic=True)
+    xs = [torch.randn(n, 3) for n in (4, 7, 2, 9)]
+    y = torch.randn(3, 5)
+    out = f(xs[0], y)
+    e = f._entries[0]
+    deferred = e._t.deferred
+    assert deferred is not None and deferred._fn is None  # not compiled by the first call
+    codegen = f.stats.phase_ms["codegen"]
+    for x in xs:
+        out = f(x, y)
+        want = fn(x, y)
+        torch.testing.assert_close(out[0], want[0])
+        assert out[1] == want[1] and type(out[1]) is int
+    assert deferred._fn is not None  # compiled by the second call
+    assert e.run is deferred._fn  # later calls run the compiled function itself
+    assert f.stats.phase_ms["codegen"] > codegen  # its compile counts as the trace's codegen
+    assert f.stats.compiles == 1 and f.stats.cache_hits == 4
+
+
+def test_a_trace_that_needs_gradients_is_compiled_at_once():
+    """A forward its backward runs with is compiled when traced (no deferral)."""
+    f = symshape.jit(lambda x: (x * 2).sum(), dynamic=True)
+    x = torch.randn(4, requires_grad=True)
+    f(x).backward()
+    assert f._entries[0]._t.deferred is None
+    torch.testing.assert_close(x.grad, torch.full((4,), 2.0))

@@ -153,7 +153,8 @@ def test_printed_trace_names_the_releases_the_compiled_code_makes():
         return b + a, b.sum()
 
     f = symshape.jit(fn, dynamic=True)
-    f(torch.randn(5))
+    f(torch.randn(5))  # interpreted, with the same releases (codegen.Deferred)
+    f(torch.randn(6))  # compiles the computation
     entry = f.traces()[-1]
     plain, released = str(entry.computation), entry.computation.python(release=True)
     assert "del " not in plain
