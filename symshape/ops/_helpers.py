@@ -14,6 +14,7 @@ import torch
 from symshape.ir import TensorMeta
 from symshape.sym import expr as E
 from symshape.sym import logic as L
+from symshape.trace.memo import remembered, shape_key
 from symshape.trace.proxy import TensorProxy
 
 
@@ -111,6 +112,14 @@ def broadcast_size(ctx, a, b, where: str = ""):
 
 
 def broadcast_shapes(ctx, *shapes) -> tuple:
+    """Eager's broadcast of ``shapes`` (each decision a guard where it must be)."""
+    if len(shapes) == 2 and shapes[0] is shapes[1]:
+        return tuple(shapes[0])
+    key = ("broadcast", *map(shape_key, shapes))
+    return remembered(ctx, key, lambda: _broadcast_shapes(ctx, shapes))
+
+
+def _broadcast_shapes(ctx, shapes) -> tuple:
     ndim = max((len(s) for s in shapes), default=0)
     out = []
     for i in range(-ndim, 0):

@@ -36,6 +36,8 @@ from symshape.ops.strides import (  # noqa: F401 (re-exported: indexing.py, join
 )
 from symshape.sym import expr as E
 from symshape.sym import logic as L
+from symshape.sym.errors import SymbolicZeroDivisionError
+from symshape.trace.memo import remembered, shape_key
 from symshape.trace.proxy import contiguous_strides
 
 # -- view / reshape ---------------------------------------------------------------------------
@@ -92,7 +94,12 @@ def generic(ctx, cond) -> bool | None:
     for sym in cond.free_symbols:
         if 0 <= ctx.env.bounds(sym).lo < 2:  # a size (an int argument may be negative)
             shift[sym] = E.add(sym, 2)
-    return ctx.known(E.substitute(cond, shift)) if shift else None
+    if not shift:
+        return None
+    try:
+        return ctx.known(E.substitute(cond, shift))
+    except SymbolicZeroDivisionError:  # shifted, a divisor such as `(t*c + ...) // (heads + 2)`
+        return None  # may be 0: undecided for generic sizes (then decided exactly)
 
 
 def view_strides(ctx, old, old_strides, new, exact: bool = True):
@@ -155,11 +162,24 @@ def _view_strides(ctx, old, old_strides, new, generic_first: bool, oblivious: bo
     return tuple(out) if view_d == -1 else None
 
 
+def _reshaped(ctx, m, sizes, must_view: bool, checked: bool) -> tuple:
+    """The shape (its ``-1`` inferred) and the view's strides, or None (a copy)."""
+    shape = tuple(sizes) if checked else infer_size(ctx, sizes, numel(m.shape))
+    return shape, view_strides(ctx, m.shape, m.strides, shape, exact=must_view)
+
+
 def _reshape(ctx, m, sizes, must_view: bool, checked: bool = False):
     """``m`` viewed (or, unless ``must_view``, copied) to ``sizes``; ``checked``:
     the sizes are known to hold ``m``'s elements and have no ``-1``."""
-    shape = tuple(sizes) if checked else infer_size(ctx, sizes, numel(m.shape))
-    strides = view_strides(ctx, m.shape, m.strides, shape, exact=must_view)
+    key = (
+        "reshape",
+        shape_key(m.shape),
+        shape_key(m.strides),
+        shape_key(sizes),
+        must_view,
+        checked,
+    )
+    shape, strides = remembered(ctx, key, lambda: _reshaped(ctx, m, sizes, must_view, checked))
     if strides is None:
         if must_view:
             raise RuntimeError(

@@ -80,6 +80,7 @@ class TraceContext:
         self.unaliased: set[int] = set()
         self.float_labels: dict[int, str] = {}  # id(Var) of a float argument -> its label
         self.layouts: dict = {}  # proxy sizes, strides and storage size by layout (proxy.py)
+        self.memo: dict = {}  # shape questions answered while nothing new is known (memo.py)
         self.split: SplitState | None = None  # set when reads of data split (reads.py)
         # id(Var) of a 0-d int tensor of sizes (torch.div(n, 2, ...)) -> its expression
         self.int_values: dict[int, object] = {}

@@ -12,6 +12,7 @@ import torch
 
 from symshape.sym import expr as E
 from symshape.sym import logic as L
+from symshape.trace.memo import shape_key
 from symshape.trace.symnode import SymNode
 from symshape.trace.symvalues import SymInt
 
@@ -49,11 +50,7 @@ def _layout(ctx, meta) -> tuple:
         cache.clear()
         cache["epoch"] = env.epoch
     shape, strides, itemsize = meta.shape, meta.strides, meta.dtype.itemsize
-    key = (
-        tuple([d if type(d) is int else d.uid for d in shape]),
-        None if strides is None else tuple([d if type(d) is int else d.uid for d in strides]),
-        itemsize,
-    )
+    key = (shape_key(shape), shape_key(strides), itemsize)
     hit = cache.get(key)
     if hit is None:
         if strides is None:

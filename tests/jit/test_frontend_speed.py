@@ -129,3 +129,58 @@ def test_a_trace_that_needs_gradients_is_compiled_at_once():
     f(x).backward()
     assert f._entries[0]._t.deferred is None
     torch.testing.assert_close(x.grad, torch.full((4,), 2.0))
+
+
+def test_shape_key_tells_a_size_from_an_expression():
+    """A static size equal to an expression's uid is another key (a cache keyed
+    so would hand one shape's answer to another)."""
+    from symshape.sym.env import ShapeEnv
+    from symshape.trace.memo import shape_key
+
+    env = ShapeEnv()
+    s = env.symbol("s0", hint=3)
+    assert shape_key((s, 4)) != shape_key((s.uid, 4))
+    assert shape_key((s * 2, 4)) == shape_key((s * 2, 4))
+    assert shape_key(None) is None
+
+
+def test_remembered_keeps_only_answers_that_learned_nothing():
+    from symshape.sym import logic as L
+    from symshape.trace.context import TraceContext
+    from symshape.trace.memo import remembered
+
+    ctx = TraceContext()
+    s = ctx.env.symbol("s0", hint=5)
+    calls = []
+
+    def decide():  # the first call records a guard; later ones find it known
+        calls.append(1)
+        return ctx.guard(L.ge(s, 4))
+
+    assert remembered(ctx, ("q",), decide) is True
+    assert len(ctx.env.guards) == 1
+    assert remembered(ctx, ("q",), decide) is True  # computed again: the epoch moved
+    assert remembered(ctx, ("q",), decide) is True  # kept by the second: a hit
+    assert len(calls) == 2 and len(ctx.env.guards) == 1
+
+
+def test_repeated_views_and_broadcasts_match_eager_at_other_shapes():
+    """The questions each layer repeats (views, -1 inference, broadcasts) are
+    answered once per trace; every layer still gets eager's shapes and errors."""
+
+    def fn(x, bias, heads: int):
+        b, t, c = x.shape
+        for _ in range(4):
+            h = x.view(b, t, heads, c // heads).transpose(1, 2)
+            h = h.reshape(b, heads, -1).view(-1, t * c // heads)
+            x = (h.view(b, t, c) + bias) * x
+        return x.view(-1, 2)
+
+    f = symshape.jit(fn, dynamic=True)
+    for b, t, c in ((2, 5, 8), (3, 7, 8), (1, 1, 8), (4, 3, 16), (2, 6, 12)):
+        x, bias = torch.randn(b, t, c), torch.randn(c)
+        torch.testing.assert_close(f(x, bias, 4), fn(x, bias, 4))
+    with pytest.raises(RuntimeError, match="invalid for input of size"):
+        f(torch.randn(1, 1, 5), torch.randn(5), 5)  # 5 elements: no view as [-1, 2]
+    with pytest.raises(RuntimeError, match="invalid for input of size"):
+        fn(torch.randn(1, 1, 5), torch.randn(5), 5)
