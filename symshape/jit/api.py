@@ -103,6 +103,34 @@ class Stats:
         )
 
 
+# Tests set this: the first call also runs its prologue and compares (TraceEntry.first_inputs)
+VERIFY_FIRST_INPUTS = False
+
+
+def _same_inputs(a: tuple, b) -> bool:
+    """The same tensors (by identity) and equal scalars."""
+    if type(b) is not tuple or len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x is y:
+            continue
+        if isinstance(x, torch.Tensor) or type(x) is not type(y) or not (x == y or x != x):
+            return False
+    return True
+
+
+def _show(r) -> str:
+    if type(r) is not tuple:
+        return repr(r)
+    return (
+        "("
+        + ", ".join(
+            f"{type(x).__name__}@{id(x):x}" if isinstance(x, torch.Tensor) else repr(x) for x in r
+        )
+        + ")"
+    )
+
+
 class TraceEntry:
     """One cache entry: its prologue, computation and guards (all printable)."""
 
@@ -116,6 +144,7 @@ class TraceEntry:
         # it, which then replaces itself by the function
         self.check = self._compile_check if isinstance(fn, Lazy) else fn
         self.first = traced.prologue.first_fn or fn  # for the call that traced it
+        self._first_args, traced.first_args = traced.first_args, None
         self.run = traced.run
         self._stats = None
         if traced.deferred is not None:  # a weak reference: no cycle through the entry
@@ -136,6 +165,20 @@ class TraceEntry:
         self.rebase = (
             tree.rebase if tree is not None and self.replay and self.replay.modules else None
         )
+
+    def first_inputs(self, m, args, kwargs):
+        """The computation's inputs for the call this entry was traced from: those
+        recorded while tracing (taken once), else what its first prologue returns."""
+        r, self._first_args = self._first_args, None
+        if r is None or VERIFY_FIRST_INPUTS:
+            got = self.first(m, args, kwargs) if m is not None else self.first(args, kwargs)
+            if r is not None and not _same_inputs(r, got):
+                raise AssertionError(
+                    f"symshape bug: the inputs recorded while tracing, {_show(r)}, are not "
+                    f"those the prologue returns, {_show(got)}"
+                )
+            r = got
+        return r
 
     def _compiled(self, fn, ms: float) -> None:
         # the computation compiled at its second call (codegen.Deferred): later calls
@@ -331,7 +374,7 @@ class JitFunction:
                 split = ", ".join(f"{k} {v:.1f} ms" for k, v in traced.phase_ms.items())
                 log.debug("symshape: %s compile phases: %s", self.__name__, split)
                 log.debug("prologue:\n%s\ncomputation:\n%s", traced.prologue, traced.computation)
-        r = entry.first(m, args, kwargs) if m is not None else entry.first(args, kwargs)
+        r = entry.first_inputs(m, args, kwargs)
         if type(r) is not tuple:
             kind, why = entry.explain(m, args, kwargs)
             raise RuntimeError(

@@ -43,6 +43,7 @@ def generator_input(b, value: torch.Generator, src: str, label: str, out: list):
     meta = GeneratorMeta(value.device, value.get_state().numel())
     var = Var(name, meta)
     inputs(b).append(var)
+    b.values[id(var)] = value
     return GeneratorProxy(b.ctx, var, meta)
 
 

@@ -117,6 +117,7 @@ class InputAutograd:
         proxy = b.ctx.proxy(var, gmeta)
         proxy._ss_leaf = True
         b.tensor_inputs.append((var, f"{label}.grad", self.is_param))
+        b.values[id(var)] = g
         return proxy
 
 

@@ -48,6 +48,7 @@ from symshape.jit.state import (
     is_plain_object,
     snapshot,
 )
+from symshape.sym.expr import Symbol
 from symshape.sym.source import user_location
 from symshape.trace.errors import TracingError
 from symshape.trace.modules import watched_class
@@ -158,6 +159,9 @@ class Builder(ObjectInputs):
     tracked: dict = field(default_factory=dict)  # id -> (container, path): writes replayed
     module_paths: dict = field(default_factory=dict)  # id(module) -> its path from m/args
     attr_proxies: dict = field(default_factory=dict)  # (id(module), name) -> proxy of a tensor
+    # id(Var) of a tensor, float or generator input -> its value in the call traced (the
+    # first call's inputs, with the sizes' hints: ``first_inputs``)
+    values: dict = field(default_factory=dict)
 
     # -- low-level ------------------------------------------------------------------
     def local(self, hint: str) -> str:
@@ -214,6 +218,7 @@ class Builder(ObjectInputs):
             out.append(f"{name} = {src}")
             var = Var(name, "float")
             self.float_inputs.append(var)
+            self.values[id(var)] = value
             self.ctx.float_labels[id(var)] = label
             return self.ctx.symfloat(Opaque(var, label, is_input=True))
         if t is float:
@@ -511,6 +516,7 @@ class Builder(ObjectInputs):
         self.tensor_local[id(t)] = name
         self.proxy_of[id(t)] = proxy
         self.tensor_inputs.append((var, label, is_param))
+        self.values[id(var)] = t
         item = TensorItem(name, label, t, sizes, strides, fetch, post, proxy)
         proxy._ss_input = InputAutograd(self, item, is_param)  # x.grad, x.is_leaf read
         self.tensors.append(item)
@@ -519,6 +525,22 @@ class Builder(ObjectInputs):
         else:
             out.extend(fetch)
         return proxy
+
+    def first_inputs(self, inputs: list) -> tuple | None:
+        """What the prologue returns for the call traced, without running it: each
+        input's value as walked (tensors, floats, generators) or its size's hint.
+        None where an input is of another kind (the compiled prologue serves it)."""
+        values, env = self.values, self.ctx.env
+        out = []
+        for v in inputs:
+            value = values.get(id(v), _NONE)
+            if value is _NONE:
+                sym = v.meta
+                if not isinstance(sym, Symbol) or not env.info(sym).backed:
+                    return None
+                value = env.info(sym).hint
+            out.append(value)
+        return tuple(out)
 
     # -- modules --------------------------------------------------------------------
     def module(self, mod: nn.Module, src: str, label: str, out=None, path=None):
@@ -710,6 +732,9 @@ class Builder(ObjectInputs):
             self.lines.extend(i.post)
             i.example = None
         self.leaves.clear()  # (label, value) pairs: they hold the inputs
+
+
+_NONE = object()
 
 
 def _root_source(size: str, scale: int, offset: int) -> str:

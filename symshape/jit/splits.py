@@ -163,7 +163,7 @@ def _continue(jf, entry, j: int, value, m, args, kwargs, frame):
         if keep:
             jf._entries = (new, *jf._entries)
         jf.stats.continuations += 1
-    r = new.first(m, args, kwargs) if m is not None else new.first(args, kwargs)
+    r = new.first_inputs(m, args, kwargs)
     if type(r) is not tuple:
         _, why = new.explain(m, args, kwargs)
         raise TracingError(

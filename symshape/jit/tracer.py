@@ -64,6 +64,7 @@ class Traced:
     phase_ms: dict = field(default_factory=dict)
     split: object = None  # segments.Path: the segments of a trace that reads tensor data
     deferred: object = None  # codegen.Deferred: the computation, compiled at its second call
+    first_args: tuple | None = None  # the computation's inputs for the call traced
 
 
 def labels_of(fn, args) -> list[str]:
@@ -354,22 +355,23 @@ def _trace_once(
         )
         + "\n"
     )
-    # the call being traced already ran its Python, writes to objects included: it is
-    # served by the prologue less the checks of Python state (which those writes may fail);
-    # the whole prologue, first needed by the next call, is compiled then (TraceEntry)
+    # the call being traced is served by the inputs it was traced from (first_inputs),
+    # with no prologue run; where an input is of a kind that does not record its value,
+    # by the prologue less the checks of Python state (the call already ran its Python,
+    # and its writes may fail them). The whole prologue, first needed by the next call,
+    # is compiled then (TraceEntry): each compile is Python's compile() of the source
     state = {k for k, c in enumerate(b.checks) if c.kind == "state"}
-    pro = compile_source(src, "prologue", b.globals, f"prologue {name}", lazy=bool(state))
+    pro = compile_source(src, "prologue", b.globals, f"prologue {name}", lazy=True)
     explain_src = src.replace("def prologue(", "def explain(")
     explain_src = _returns_locals(explain_src)
     explain = compile_source(explain_src, "explain", b.globals, f"explain {name}", lazy=True)
-    first = compile_source(
-        _without(src, state) if state else src,
-        "prologue",
-        b.globals,
-        f"prologue {name}",
-        lazy=not state,  # not called: the prologue serves the first call too
-    )
-    prologue = Prologue(src, pro, b.checks, explain, first if state else pro, b.tree)
+    first = pro
+    if state:
+        first = compile_source(
+            _without(src, state), "prologue", b.globals, f"prologue {name}", lazy=True
+        )
+    prologue = Prologue(src, pro, b.checks, explain, first, b.tree)
+    first_args = b.first_inputs(trace.inputs)
     t_prologue = time.perf_counter()
     run = None
     if split is None:
@@ -408,6 +410,7 @@ def _trace_once(
         phases,
         split,
         deferred,
+        first_args,
     )
 
 
