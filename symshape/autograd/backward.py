@@ -78,6 +78,13 @@ def build_backward(fctx: TraceContext, fwd: Trace, outputs: list, inputs: list) 
     """The backward of ``fwd``: gradients of ``inputs`` (forward Vars requiring
     grad) given gradients of the differentiable ``outputs``."""
     bctx = TraceContext(env=fctx.env)
+    try:
+        return _backward(fctx, bctx, fwd, outputs, inputs)
+    finally:
+        bctx.close()
+
+
+def _backward(fctx: TraceContext, bctx: TraceContext, fwd: Trace, outputs, inputs) -> Backward:
     bctx._names = set(fctx._names) | {v.name for v in fwd.inputs}
     bctx.symbol_inputs = []
     bctx.constants = dict(fwd.constants)

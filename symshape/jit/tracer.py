@@ -131,9 +131,10 @@ def trace_call(
         decided: list = []
         eager = False
         while True:
+            ctx = TraceContext()
             try:
                 return _trace_once(
-                    fn, module, args, kwargs, policy, name, decided, eager, known, backend
+                    ctx, fn, module, args, kwargs, policy, name, decided, eager, known, backend
                 )
             except _SymBoolArgument as e:
                 if eager:
@@ -148,12 +149,15 @@ def trace_call(
                     decided = decided + new
                 else:
                     eager = True
+            finally:
+                ctx.close()
     finally:
         if collecting:
             gc.enable()
 
 
 def _trace_once(
+    ctx: TraceContext,
     fn,
     module,
     args: tuple,
@@ -166,7 +170,6 @@ def _trace_once(
     backend=None,
 ) -> Traced:
     t0 = time.perf_counter()
-    ctx = TraceContext()
     if known is not None:
         ctx.split_at_reads(SplitState(tuple(known), torch.is_inference_mode_enabled()))
     b = Builder(ctx, policy, module is not None)

@@ -85,6 +85,11 @@ class TraceContext:
         # id(Var) of a 0-d int tensor of sizes (torch.div(n, 2, ...)) -> its expression
         self.int_values: dict[int, object] = {}
 
+    def close(self) -> None:
+        """Drop the caches of this trace: the SymInts they hold refer back to it."""
+        self.layouts.clear()
+        self.memo.clear()
+
     def split_at_reads(self, state: SplitState) -> None:  # reads of data become marks
         self.split = state
         self.env.on_data = self._on_data

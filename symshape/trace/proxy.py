@@ -37,9 +37,9 @@ def _layout(ctx, meta) -> tuple:
     dozen calls back into our SymNodes. The simplified sizes, strides and storage
     size are cached per shape, strides and element size while the ShapeEnv's
     knowledge is unchanged (its ``epoch``): proxies of one trace share a few
-    layouts. (The cache holds expressions, not SymInts: a SymInt's node refers
-    to the context, and the context must not refer back, or each trace would
-    leave a reference cycle.)
+    layouts, as the SymInts PyTorch's C++ parses (it keeps their nodes, not the
+    SymInts). Their nodes refer to the context: ``TraceContext.close`` drops the
+    cache when the trace is done, so that no reference cycle is left.
 
     While a retrace decides every size comparison where it is made
     (``ctx.decide_comparisons``), PyTorch computes the storage size itself, as
@@ -63,18 +63,14 @@ def _layout(ctx, meta) -> tuple:
                 last = 0
                 break
             last = E.add(last, E.mul(st, E.sub(d, 1)))
-        hit = cache[key] = (sizes, steps, env.simplify(E.mul(itemsize, last)))
+        nbytes = env.simplify(E.mul(itemsize, last))
+        hit = cache[key] = (
+            [d if type(d) is int else SymInt(SymNode(ctx, d, "int")) for d in sizes],
+            [d if type(d) is int else SymInt(SymNode(ctx, d, "int")) for d in steps],
+            nbytes if type(nbytes) is int else SymInt(SymNode(ctx, nbytes, "int")),
+        )
     sizes, steps, nbytes = hit
-    # simplified when cached: each becomes a SymInt as it is (ctx.symint would simplify again)
-    return (
-        [d if type(d) is int else SymInt(SymNode(ctx, d, "int")) for d in sizes],
-        [d if type(d) is int else SymInt(SymNode(ctx, d, "int")) for d in steps],
-        None
-        if ctx.decide_comparisons
-        else nbytes
-        if type(nbytes) is int
-        else SymInt(SymNode(ctx, nbytes, "int")),
-    )
+    return sizes, steps, None if ctx.decide_comparisons else nbytes
 
 
 class TensorProxy(torch.Tensor):

@@ -67,6 +67,22 @@ def answer(value, python: type) -> type:
     return _real_type(value) if name.partition(".")[0] in _INTERNAL else python
 
 
+def class_property(python: type) -> property:
+    """``__class__`` for a value class that user code sees as ``python``:
+    ``answer`` in one call. C++ asks it too (``isinstance`` checks of each size
+    PyTorch's argument parser meets, several per proxy a trace creates)."""
+    getframe, real = sys._getframe, _real_type
+
+    def __class__(self):
+        frame = getframe(1)
+        name = frame.f_globals.get("__name__") or ""
+        if name in _PASS_THROUGH:  # the rare case: look further out
+            return python if from_user_code(frame) else real(self)
+        return real(self) if name.partition(".")[0] in _INTERNAL else python
+
+    return property(__class__)
+
+
 def register(cls: type, python: type) -> None:
     """Values of ``cls`` are ``python`` values to user code's ``type()``."""
     _ANSWERS[cls] = lambda _value: python

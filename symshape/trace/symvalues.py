@@ -342,9 +342,7 @@ class SymInt(_Python, torch.SymInt):
 
     _python = int
 
-    @property
-    def __class__(self):
-        return pytypes.answer(self, int)
+    __class__ = pytypes.class_property(int)
 
     def __index__(self) -> int:
         return self.node.int_()
@@ -392,9 +390,7 @@ class SymFloat(_Python, torch.SymFloat):
 
     _python = float
 
-    @property
-    def __class__(self):
-        return pytypes.answer(self, float)
+    __class__ = pytypes.class_property(float)
 
     def __int__(self) -> int:
         return self.node.trunc().int_()
@@ -439,9 +435,7 @@ class SymBool(_Python, torch.SymBool):
 
     _python = bool
 
-    @property
-    def __class__(self):
-        return pytypes.answer(self, bool)
+    __class__ = pytypes.class_property(bool)
 
     def __index__(self) -> int:
         return int(self.node.bool_())
