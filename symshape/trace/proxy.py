@@ -13,8 +13,7 @@ import torch
 from symshape.sym import expr as E
 from symshape.sym import logic as L
 from symshape.trace.memo import shape_key
-from symshape.trace.symnode import SymNode
-from symshape.trace.symvalues import SymInt
+from symshape.trace.symnode import SimplifiedNode
 
 
 def contiguous_strides(shape) -> tuple:
@@ -37,9 +36,12 @@ def _layout(ctx, meta) -> tuple:
     dozen calls back into our SymNodes. The simplified sizes, strides and storage
     size are cached per shape, strides and element size while the ShapeEnv's
     knowledge is unchanged (its ``epoch``): proxies of one trace share a few
-    layouts, as the SymInts PyTorch's C++ parses (it keeps their nodes, not the
-    SymInts). Their nodes refer to the context: ``TraceContext.close`` drops the
-    cache when the trace is done, so that no reference cycle is left.
+    layouts, as the SymInts PyTorch's C++ parses: plain ``torch.SymInt``s around
+    our nodes (``SimplifiedNode``), which C++ keeps (it hands user code a new
+    ``torch.SymInt`` of the node; no user code sees these), so the parse asks
+    none of our ``__class__`` questions. The nodes refer to the context:
+    ``TraceContext.close`` drops the cache when the trace is done, so that no
+    reference cycle is left.
 
     While a retrace decides every size comparison where it is made
     (``ctx.decide_comparisons``), PyTorch computes the storage size itself, as
@@ -64,11 +66,12 @@ def _layout(ctx, meta) -> tuple:
                 break
             last = E.add(last, E.mul(st, E.sub(d, 1)))
         nbytes = env.simplify(E.mul(itemsize, last))
-        hit = cache[key] = (
-            [d if type(d) is int else SymInt(SymNode(ctx, d, "int")) for d in sizes],
-            [d if type(d) is int else SymInt(SymNode(ctx, d, "int")) for d in steps],
-            nbytes if type(nbytes) is int else SymInt(SymNode(ctx, nbytes, "int")),
-        )
+        epoch = env.epoch
+
+        def sym(d):  # simplified: a SymInt as it is (ctx.symint would simplify again)
+            return d if type(d) is int else torch.SymInt(SimplifiedNode(ctx, d, epoch))
+
+        hit = cache[key] = ([sym(d) for d in sizes], [sym(d) for d in steps], sym(nbytes))
     sizes, steps, nbytes = hit
     return sizes, steps, None if ctx.decide_comparisons else nbytes
 

@@ -387,4 +387,21 @@ def _torch_check_error(frame) -> type[Exception]:
     return RuntimeError
 
 
-__all__ = ["SymNode"]
+class SimplifiedNode(SymNode):
+    """A non-constant int simplified while the ShapeEnv's knowledge was at
+    ``epoch`` (a proxy's size or stride): until it learns more, not an int.
+    PyTorch's C++ asks ``maybe_as_int`` of each SymInt it parses."""
+
+    __slots__ = ("epoch",)
+
+    def __init__(self, ctx, value, epoch: int):
+        super().__init__(ctx, value, "int")
+        self.epoch = epoch
+
+    def maybe_as_int(self):
+        if self.ctx.env.epoch == self.epoch:
+            return None
+        return SymNode.maybe_as_int(self)
+
+
+__all__ = ["SimplifiedNode", "SymNode"]

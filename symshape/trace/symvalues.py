@@ -255,16 +255,6 @@ class _Python:
     def __complex__(self) -> complex:
         return complex(_concrete(self.node))
 
-    def __getattr__(self, name: str):
-        # Any other attribute of int / float / bool (to_bytes, bit_count, hex, ...)
-        # is read from the concrete value: a guard keeps it.
-        py = self._python
-        if name.startswith("__") or not hasattr(py, name):
-            raise AttributeError(f"'{py.__name__}' object has no attribute '{name}'")
-        if callable(getattr(py, name)):
-            return _specialized(name).__get__(self)
-        return getattr(_concrete(self.node), name)
-
     # comparisons: decided at once where the trace can (see _decided)
     __eq__ = _binary(_decided(SymNode.eq))
     __ne__ = _binary(_decided(SymNode.ne))
@@ -457,9 +447,29 @@ class SymBool(_Python, torch.SymBool):
         return then_value if self.node.bool_() else else_value
 
 
-pytypes.register(SymInt, int)
-pytypes.register(SymFloat, float)
-pytypes.register(SymBool, bool)
+def _python_attributes(cls) -> None:
+    """Give ``cls`` each public attribute of its Python type that it lacks, read
+    from the concrete value (a guard keeps it): methods (``to_bytes``,
+    ``bit_count``) run on the value, data (``numerator``) as properties. Set here,
+    not found by ``__getattr__``: PyTorch's C++ looks up ``__torch_function__``
+    on every size it parses (several per proxy a trace makes), and a lookup
+    that fails then fails in C, not through a Python call."""
+    py = cls._python
+    for name in dir(py):
+        if name.startswith("__") or hasattr(cls, name):
+            continue
+        if callable(getattr(py, name)):
+            setattr(cls, name, _specialized(name))
+        else:
+            setattr(
+                cls, name, property(lambda self, name=name: getattr(_concrete(self.node), name))
+            )
+
+
+for _cls, _py in ((SymInt, int), (SymFloat, float), (SymBool, bool)):
+    _python_attributes(_cls)
+    pytypes.register(_cls, _py)
+del _cls, _py
 
 
 # -- constructors ----------------------------------------------------------------------
