@@ -136,15 +136,20 @@ class Node:
     where: Any = None
     unpack: bool = False  # outputs bind the elements of a returned tuple
     extra: dict = field(default_factory=dict, compare=False)
+    _inputs: tuple | None = field(default=None, init=False, compare=False, repr=False)
 
-    def inputs(self) -> list[Var]:
+    def inputs(self) -> tuple[Var, ...]:
         """Every Var read by this node (in arguments, nested or inside expressions),
-        in order."""
-        out: list[Var] = []
-        _collect(self.args, out)
-        for _, v in self.kwargs:
-            _collect(v, out)
-        return out
+        in order. Found once: the node is immutable, and each pass asks."""
+        got = self._inputs
+        if got is None:
+            out: list[Var] = []
+            _collect(self.args, out)
+            for _, v in self.kwargs:
+                _collect(v, out)
+            got = tuple(out)
+            object.__setattr__(self, "_inputs", got)
+        return got
 
 
 def iter_vars(x) -> Iterator[Var]:
