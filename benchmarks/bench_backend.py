@@ -1,6 +1,6 @@
 """symshape.jit(backend="inductor") against eager and torch.compile's Inductor, side by side.
 
-    python benchmarks/bench_backend.py [--quick] [--models gpt2,block]
+    python benchmarks/bench_backend.py [--quick] [--models gpt2,block] [--device cuda]
 
 Two kernel-dominated workloads, no_grad, two threads: GPT-2 from a config (6
 layers, d=256, 4 heads, vocabulary 1000, random weights) returning logits of
@@ -20,7 +20,9 @@ symshape). Steady state is the median call at the first shape once every
 compile is done. Then the split of symshape's compiles: its tracing
 (``Stats.phase_ms``), make_fx, Inductor (``Stats.backend_phase_ms``) and,
 within Inductor, the C++ compiler (Inductor's own ``dynamo_timed`` timers).
-The machine may be shared: compare ratios within one run.
+The machine may be shared: compare ratios within one run. ``--device cuda``:
+models and inputs on the GPU (Inductor generates Triton kernels), every timed
+call synchronized.
 """
 
 from __future__ import annotations
@@ -58,6 +60,14 @@ INDUCTOR_TIMERS = {
 CPP_CPU = "compile_file"  # each C++ compile, in its thread: CPU seconds, they overlap
 
 
+DEVICE = torch.device("cpu")
+
+
+def _sync() -> None:
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
+
+
 def gpt2():
     import transformers as T
 
@@ -66,16 +76,16 @@ def gpt2():
         n_layer=6, n_embd=256, n_head=4, vocab_size=1000, n_positions=512, bos_token_id=0,
         eos_token_id=0,
     )  # fmt: skip
-    model = LogitsOnly(T.GPT2LMHeadModel(cfg).eval())
+    model = LogitsOnly(T.GPT2LMHeadModel(cfg).eval()).to(DEVICE)
     g = torch.Generator().manual_seed(1)
-    return model, [torch.randint(0, 1000, s, generator=g) for s in GPT2_CALLS]
+    return model, [torch.randint(0, 1000, s, generator=g).to(DEVICE) for s in GPT2_CALLS]
 
 
 def block():
     torch.manual_seed(0)
-    model = Block(d=128, heads=4).eval()
+    model = Block(d=128, heads=4).eval().to(DEVICE)
     g = torch.Generator().manual_seed(1)
-    return model, [torch.randn(b, t, 128, generator=g) for b, t in BLOCK_CALLS]
+    return model, [torch.randn(b, t, 128, generator=g).to(DEVICE) for b, t in BLOCK_CALLS]
 
 
 WORKLOADS = {
@@ -101,7 +111,7 @@ def _warm_up_libraries() -> None:
     from torch._inductor.utils import fresh_cache
 
     with fresh_cache(), torch.no_grad():
-        x = torch.randn(4, 3)
+        x = torch.randn(4, 3, device=DEVICE)
         torch.compile(lambda x: x * 2 + 1, backend="inductor", dynamic=True)(x)
         symshape.jit(lambda x: x * 3 - 1, dynamic=True, backend="inductor")(x)
     torch._dynamo.reset()
@@ -133,11 +143,14 @@ def compile_and_run(label: str, make, inputs, want) -> dict:
     with fresh_cache():
         fn = make()
         before = _timers()
+        _sync()
         t0 = time.perf_counter()
         outs = [fn(inputs[0])]
+        _sync()
         t1 = time.perf_counter()
         first = _compile_split(fn, before) if hasattr(fn, "stats") else None
         outs += [fn(x) for x in inputs[1:]]
+        _sync()
         total = time.perf_counter() - t0
         rest = _compile_split(fn, before) if hasattr(fn, "stats") else None
     err = max((o - w).abs().max().item() for o, w in zip(outs, want))
@@ -151,8 +164,10 @@ def steady(rows: list[dict], x, repeats: int) -> None:
     times: list[list[float]] = [[] for _ in rows]
     for _ in range(repeats):
         for r, ts in zip(rows, times):
+            _sync()
             t = time.perf_counter()
             r["fn"](x)
+            _sync()
             ts.append(time.perf_counter() - t)
     for r, ts in zip(rows, times):
         r["steady_ms"] = statistics.median(ts) * 1e3
@@ -219,12 +234,15 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer steady-state repeats")
     ap.add_argument("--models", default=",".join(WORKLOADS), help="comma-separated names")
+    ap.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     a = ap.parse_args()
+    global DEVICE
+    DEVICE = torch.device(a.device)
     torch.set_num_threads(2)
     _warm_up_libraries()
     for name in (n for n in a.models.split(",") if n):
         run(name, repeats=5 if a.quick else 15)
-    print(f"\ntorch {torch.__version__}, {torch.get_num_threads()} threads")
+    print(f"\ntorch {torch.__version__}, {DEVICE}, {torch.get_num_threads()} threads")
 
 
 if __name__ == "__main__":

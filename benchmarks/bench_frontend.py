@@ -1,7 +1,7 @@
 """The front end at scale: first calls of transformers models, symshape against
 torch.compile and torch.jit.trace, side by side.
 
-    python benchmarks/bench_frontend.py [--quick] [--threads N]
+    python benchmarks/bench_frontend.py [--quick] [--threads N] [--device cuda] [--only 12L]
 
 Models are built from ``transformers`` configs with random weights (nothing is
 downloaded) and called under ``torch.no_grad()`` on ``[2, 37]`` tokens (T5:
@@ -18,6 +18,8 @@ tracing, passes, prologue, codegen). torch.jit.trace's first call includes
 every system by compiling a one-layer model of the same family first. Every
 figure is the fastest of three fresh attempts (one with ``--quick``), eager's
 of three calls: the machine may be shared, so compare ratios within one run.
+``--device cuda``: models and inputs on the GPU, every timed call synchronized;
+``--only``: the models whose name contains that text.
 """
 
 from __future__ import annotations
@@ -93,15 +95,25 @@ MODELS = [
 
 def inputs(family: str) -> tuple:
     g = torch.Generator().manual_seed(1)
-    ids = torch.randint(0, 100, TOKENS, generator=g)
+    ids = torch.randint(0, 100, TOKENS, generator=g).to(DEVICE)
     if family == "T5":
-        return ids, torch.randint(0, 100, DECODER_TOKENS, generator=g)
+        return ids, torch.randint(0, 100, DECODER_TOKENS, generator=g).to(DEVICE)
     return (ids,)
 
 
+DEVICE = torch.device("cpu")
+
+
+def _sync() -> None:
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
+
+
 def _timed(fn, *args) -> tuple[float, object]:
+    _sync()
     t = time.perf_counter()
     out = fn(*args)
+    _sync()
     return (time.perf_counter() - t) * 1e3, out
 
 
@@ -153,7 +165,7 @@ def _warm_up(family: str, build) -> None:
     # the first model of a family each system sees pays one-time setup (imports,
     # caches of its classes) that is not this model's
     torch.manual_seed(0)
-    model = Logits(build(1, 128).eval())
+    model = Logits(build(1, 128).eval()).to(DEVICE)
     args = inputs(family)
     symshape.jit(model, dynamic=True)(*args)
     torch._dynamo.reset()
@@ -167,11 +179,17 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="the smallest model of each family")
     ap.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    ap.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    ap.add_argument("--only", default="", help="only the models whose name contains this")
     a = ap.parse_args()
+    global DEVICE
+    DEVICE = torch.device(a.device)
     logging.getLogger("transformers").setLevel(logging.ERROR)
     torch.set_num_threads(a.threads)
     seen, models = set(), []  # seen: families not yet warmed up
     for m in MODELS:
+        if a.only and a.only not in f"{m[0]} {m[1]}L":
+            continue
         if not a.quick or m[0] not in seen:
             models.append(m)
             seen.add(m[0])
@@ -183,7 +201,7 @@ def main() -> None:
                 _warm_up(family, build)
                 seen.discard(family)
             torch.manual_seed(0)
-            model = Logits(build(layers, d).eval())
+            model = Logits(build(layers, d).eval()).to(DEVICE)
             args = inputs(family)
             want = model(*args)
             e = eager_ms(model, args)
@@ -222,7 +240,7 @@ def show(rows: list, threads: int) -> None:
             + " |"
         )
     print(
-        f"\ntorch {torch.__version__}, {threads} thread{'s' if threads != 1 else ''}, inputs {list(TOKENS)} tokens "
+        f"\ntorch {torch.__version__}, {DEVICE}, {threads} thread{'s' if threads != 1 else ''}, inputs {list(TOKENS)} tokens "
         f"(T5 decoder {list(DECODER_TOKENS)}), {time.strftime('%Y-%m-%d')}"
     )
 

@@ -6,6 +6,24 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 
 import importlib
 
+import pytest
+import torch
+from harness import DEVICE
+
 # Every first call of a trace is served by the inputs recorded while tracing; under the
 # tests it also runs its prologue and fails if the two differ (TraceEntry.first_inputs).
 importlib.import_module("symshape.jit.api").VERIFY_FIRST_INPUTS = True
+
+
+@pytest.fixture
+def device():
+    """The device tests run on: SYMSHAPE_TEST_DEVICE (default cpu; tests/harness.py)."""
+    return DEVICE
+
+
+def pytest_report_header(config):
+    return f"symshape test device: {DEVICE} (SYMSHAPE_TEST_DEVICE)"
+
+
+if DEVICE.type == "cuda" and not torch.cuda.is_available():
+    raise pytest.UsageError(f"SYMSHAPE_TEST_DEVICE={DEVICE}, but torch sees no CUDA device")

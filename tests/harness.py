@@ -7,14 +7,33 @@ tuple). The function is jit-compiled with ``dynamic=True`` and called first
 with ``make(trace_at)``; then every ``run_at`` input must give the same values,
 dtypes and shapes as eager, from at most ``max_traces`` traces in total. Any
 mismatch is a soundness bug.
+
+The inputs ``make`` builds are moved to ``DEVICE``, the environment variable
+``SYMSHAPE_TEST_DEVICE`` (default ``cpu``): ``SYMSHAPE_TEST_DEVICE=cuda pytest
+tests/ops`` runs every differential op test on the GPU, against eager there.
 """
 
 from __future__ import annotations
+
+import os
 
 import torch
 import torch.utils._pytree as pytree
 
 import symshape
+
+DEVICE = torch.device(os.environ.get("SYMSHAPE_TEST_DEVICE", "cpu"))
+
+
+def on_device(args):
+    """``args`` with every tensor moved to ``DEVICE`` (a leaf, as ``make`` built it)."""
+
+    def move(t):
+        if not isinstance(t, torch.Tensor) or t.device == DEVICE:
+            return t
+        return t.detach().to(DEVICE).requires_grad_(t.requires_grad)
+
+    return pytree.tree_map(move, args)
 
 
 def assert_same(got, want, atol=1e-5, rtol=1e-5, where=""):
@@ -49,7 +68,7 @@ def check(fn, make, trace_at, run_at, *, dynamic=True, max_traces=1, atol=1e-5, 
     jf = symshape.jit(fn, dynamic=dynamic)
     for p in (trace_at, *run_at):
         torch.manual_seed(seed)
-        args = make(p)
+        args = on_device(make(p))
         torch.manual_seed(seed + 1)
         want = fn(*args)
         torch.manual_seed(seed + 1)
@@ -91,7 +110,7 @@ def check_grad(
     jf = symshape.jit(fn, dynamic=dynamic)
     for p in (trace_at, *run_at):
         torch.manual_seed(seed)
-        args = make(p)
+        args = on_device(make(p))
         ae, aj = _clone(args), _clone(args)
         torch.manual_seed(seed + 1)
         oe = fn(*ae)
@@ -105,7 +124,7 @@ def check_grad(
         if not le:
             continue
         gen = torch.Generator().manual_seed(seed + 2)
-        gouts = [torch.randn(o.shape, dtype=o.dtype, generator=gen) for o in le]
+        gouts = [torch.randn(o.shape, dtype=o.dtype, generator=gen).to(o.device) for o in le]
         we, wj = _wants(ae), _wants(aj)
         ge = torch.autograd.grad(le, we, gouts, allow_unused=True)
         gj = torch.autograd.grad(lj, wj, gouts, allow_unused=True)

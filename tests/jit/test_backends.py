@@ -96,25 +96,25 @@ def test_an_unknown_backend_name_lists_the_valid_ones():
         symshape.jit(_mlp(), backend=3)
 
 
-def test_inductor_mlp_at_six_shapes():
-    model = _mlp()
+def test_inductor_mlp_at_six_shapes(device):
+    model = _mlp().to(device)
     f = symshape.jit(model, dynamic=True, backend="inductor")
     with torch.no_grad():
         for b in SHAPES:
-            x = torch.randn(b, 16)
+            x = torch.randn(b, 16, device=device)
             torch.testing.assert_close(f(x), model(x), rtol=1e-4, atol=1e-4)
     assert f.stats.compiles == 1
     assert f.stats.backend_compiles == 1  # one family, a batch of 1 included
 
 
-def test_inductor_mlp_trains_like_eager():
-    model = _mlp()
+def test_inductor_mlp_trains_like_eager(device):
+    model = _mlp().to(device)
     ref = copy.deepcopy(model)
     f = symshape.jit(model, dynamic=True, backend="inductor")
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     opt_ref = torch.optim.SGD(ref.parameters(), lr=0.1)
     for b in (4, 7, 3):
-        x = torch.randn(b, 16)
+        x = torch.randn(b, 16, device=device)
         loss, want = f(x).pow(2).sum(), ref(x).pow(2).sum()
         loss.backward()
         want.backward()
