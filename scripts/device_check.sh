@@ -28,7 +28,7 @@ step() {  # step NAME SECONDS COMMAND...
 }
 
 step env 60 $PY -c "import sys, torch, transformers; print(sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0), 'transformers', transformers.__version__); import symshape; print('symshape imports')"
-TAIL=12 step tests_ops "${OPS_SECONDS:-240}" env SYMSHAPE_TEST_DEVICE=cuda $PY -m pytest tests/ops -q -p no:cacheprovider -o addopts="-m 'not slow'" -rf --no-header --maxfail=1000
-TAIL=12 step tests_backends 120 env SYMSHAPE_TEST_DEVICE=cuda $PY -m pytest tests/jit/test_backends.py -q -p no:cacheprovider -rf --no-header
-step bench_frontend 150 $PY benchmarks/bench_frontend.py --quick --device cuda
-step bench_backend "${BACKEND_SECONDS:-300}" $PY benchmarks/bench_backend.py --quick --device cuda --models gpt2
+TAIL=12 step tests_ops "${OPS_SECONDS:-150}" env SYMSHAPE_TEST_DEVICE=cuda $PY -m pytest tests/ops -q -p no:cacheprovider -o addopts="-m 'not slow'" -rf --no-header --maxfail=1000
+TAIL=12 step tests_backends 60 env SYMSHAPE_TEST_DEVICE=cuda $PY -m pytest tests/jit/test_backends.py -q -p no:cacheprovider -rf --no-header
+step bench_frontend 90 $PY benchmarks/bench_frontend.py --quick --only "GPT-2 12L" --device cuda
+step bench_backend "${BACKEND_SECONDS:-220}" $PY benchmarks/bench_backend.py --quick --device cuda --models gpt2
