@@ -88,7 +88,11 @@ def _key(x):
     if t is Var:
         return ("v", id(x))
     if t is tuple or t is list:
-        return (t.__name__, *(_key(y) for y in x))
+        out = [t.__name__]
+        for y in x:  # the common elements inline: a Var, an int
+            ty = type(y)
+            out.append(("v", id(y)) if ty is Var else ("int", y) if ty is int else _key(y))
+        return tuple(out)
     if t is slice:
         return ("slice", _key(x.start), _key(x.stop), _key(x.step))
     if t is float:  # 0.0 == -0.0, but x * -0.0 is not x * 0.0

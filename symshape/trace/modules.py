@@ -119,7 +119,8 @@ def _owner(cls: type, name: str) -> type | None:
     """The class in ``cls``'s MRO whose dict holds ``name``, unless it is
     torch.nn.Module's own (its methods are not guarded) or the watching subclass."""
     key = (cls, name)
-    if key not in _owners:
+    found = _owners.get(key, MISSING)
+    if found is MISSING:
         found = None
         for k in cls.__mro__:
             if name in k.__dict__:
@@ -128,7 +129,7 @@ def _owner(cls: type, name: str) -> type | None:
         if found is None or found is nn.Module or found is object or found is cls:
             found = None
         _owners[key] = found
-    return _owners[key]
+    return found
 
 
 def _plain_attribute(d: dict, name: str) -> bool:
