@@ -18,13 +18,17 @@ _COUNTER = [0]
 
 
 def compile_source(
-    source: str, name: str, extra_globals: dict, filename_hint: str, lazy: bool = False
+    source: str | Callable[[], str],
+    name: str,
+    extra_globals: dict,
+    filename_hint: str,
+    lazy: bool = False,
 ) -> Callable:
     """Exec ``source`` and return the function ``name`` it defines. The text is
     registered with linecache so tracebacks show generated lines. ``lazy``: compile
     on the first call instead (a function most traces never call, such as a
     prologue's ``explain``: Python's ``compile`` of a large module's prologue takes
-    milliseconds)."""
+    milliseconds); its ``source`` may then be a function that makes the text."""
     _COUNTER[0] += 1
     filename = f"<symshape {filename_hint} {_COUNTER[0]}>"
     if lazy:
@@ -56,7 +60,8 @@ class Lazy:
         this wrapper's call."""
         fn = self._fn
         if fn is None:  # two threads may both compile: the same function either way
-            fn = self._fn = _compile(*self._parts)
+            source, *rest = self._parts
+            fn = self._fn = _compile(source() if callable(source) else source, *rest)
         return fn
 
 

@@ -365,13 +365,17 @@ def _trace_once(
     # is compiled then (TraceEntry): each compile is Python's compile() of the source
     state = {k for k, c in enumerate(b.checks) if c.kind == "state"}
     pro = compile_source(src, "prologue", b.globals, f"prologue {name}", lazy=True)
-    explain_src = src.replace("def prologue(", "def explain(")
-    explain_src = _returns_locals(explain_src)
-    explain = compile_source(explain_src, "explain", b.globals, f"explain {name}", lazy=True)
+    explain = compile_source(
+        lambda: _returns_locals(src.replace("def prologue(", "def explain(")),
+        "explain",
+        b.globals,
+        f"explain {name}",
+        lazy=True,
+    )
     first = pro
     if state:
         first = compile_source(
-            _without(src, state), "prologue", b.globals, f"prologue {name}", lazy=True
+            lambda: _without(src, state), "prologue", b.globals, f"prologue {name}", lazy=True
         )
     prologue = Prologue(src, pro, b.checks, explain, first, b.tree)
     first_args = b.first_inputs(trace.inputs)
