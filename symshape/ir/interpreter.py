@@ -8,7 +8,7 @@ Codegen (``codegen.py``) must agree with this for every trace; tests run both.
 from __future__ import annotations
 
 from symshape.ir.liveness import releases
-from symshape.ir.node import ASSERT, CONST, SYM, Var, map_vars
+from symshape.ir.node import ASSERT, CONST, SYM, Var, map_vars, resolve
 from symshape.ir.runtime import assert_failed_fn
 from symshape.ir.trace import Trace
 from symshape.sym import expr as E
@@ -78,18 +78,5 @@ def _named(source: str):
     compiled code's header binds it (``symshape.ops.runtime.mask_index``)."""
     fn = _NAMED.get(source)
     if fn is None:
-        import importlib
-
-        parts = source.split(".")
-        for i in range(len(parts) - 1, 0, -1):
-            try:
-                fn = importlib.import_module(".".join(parts[:i]))
-            except ImportError:
-                continue
-            for attr in parts[i:]:
-                fn = getattr(fn, attr)
-            break
-        if fn is None:
-            raise ImportError(f"cannot resolve {source!r}")
-        _NAMED[source] = fn
+        fn = _NAMED[source] = resolve(source)
     return fn

@@ -116,6 +116,23 @@ class OpRef:
         return self.name
 
 
+def resolve(source: str):
+    """The object a dotted source path names (``torch.nn.functional.gelu``,
+    ``symshape.ops.runtime.mask_index``): what generated code binds an op to."""
+    import importlib
+
+    parts = source.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for p in parts[i:]:
+            obj = getattr(obj, p)
+        return obj
+    raise ImportError(f"cannot resolve {source}")
+
+
 # Built-in operations of the IR itself: they print as Python statements, not calls.
 SYM = OpRef("sym", E.evaluate, "symshape.sym.evaluate")  # i0 = <int expression>
 ASSERT = OpRef("assert", lambda *a: None, "symshape.ir.node.ASSERT")  # runtime assert

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import torch
 
 import symshape  # noqa: F401  (runtime sources may name symshape.*)
+from symshape.ir.node import resolve  # re-exported: ops/fallback.py, export/fx.py
 
 
 @dataclass(eq=False)
@@ -44,22 +45,6 @@ class OpDef:
 
 REGISTRY: dict[object, OpDef] = {}
 BY_NAME: dict[str, OpDef] = {}
-
-
-def resolve(source: str) -> Callable:
-    """The object a dotted source path names (``torch.nn.functional.gelu``)."""
-    import importlib
-
-    parts = source.split(".")
-    for i in range(len(parts), 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:i]))
-        except ImportError:
-            continue
-        for p in parts[i:]:
-            obj = getattr(obj, p)
-        return obj
-    raise ImportError(f"cannot resolve {source}")
 
 
 def key(target) -> object:
