@@ -79,15 +79,14 @@ class TraceContext:
         # "allocates") and not passed since to an op whose result may view them
         self.unaliased: set[int] = set()
         self.float_labels: dict[int, str] = {}  # id(Var) of a float argument -> its label
-        self.layouts: dict = {}  # proxy sizes, strides and storage size by layout (proxy.py)
-        self.memo: dict = {}  # shape questions answered while nothing new is known (memo.py)
+        # shape questions and proxy layouts, kept while nothing new is known (memo.py)
+        self.memo: dict = {}
         self.split: SplitState | None = None  # set when reads of data split (reads.py)
         # id(Var) of a 0-d int tensor of sizes (torch.div(n, 2, ...)) -> its expression
         self.int_values: dict[int, object] = {}
 
     def close(self) -> None:
-        """Drop the caches of this trace: the SymInts they hold refer back to it."""
-        self.layouts.clear()
+        """Drop this trace's memo: the SymInts it holds refer back to it."""
         self.memo.clear()
 
     def split_at_reads(self, state: SplitState) -> None:  # reads of data become marks
@@ -789,17 +788,13 @@ def _with_grad(m: TensorMeta, differentiable: bool) -> TensorMeta:
 _FLOAT_EXACT = 1 << 53  # integers beyond are not all floats
 
 _PY_CMP = {
-    L.eq: __import__("operator").eq,
-    L.ne: __import__("operator").ne,
-    L.lt: __import__("operator").lt,
-    L.le: __import__("operator").le,
-    L.gt: __import__("operator").gt,
-    L.ge: __import__("operator").ge,
+    L.eq: operator.eq,
+    L.ne: operator.ne,
+    L.lt: operator.lt,
+    L.le: operator.le,
+    L.gt: operator.gt,
+    L.ge: operator.ge,
 }
 
 
-def make_meta(shape, dtype, device, requires_grad=False, strides=None) -> TensorMeta:
-    return TensorMeta(tuple(shape), dtype, device, requires_grad, strides)
-
-
-__all__ = ["TraceContext", "contiguous_strides", "current", "make_meta"]
+__all__ = ["TraceContext", "contiguous_strides", "current"]

@@ -12,7 +12,7 @@ import torch
 
 from symshape.sym import expr as E
 from symshape.sym import logic as L
-from symshape.trace.memo import shape_key
+from symshape.trace.memo import remembered, shape_key
 from symshape.trace.symnode import SimplifiedNode
 
 
@@ -33,47 +33,43 @@ def _layout(ctx, meta) -> tuple:
     The storage size is the one PyTorch would compute (``computeStorageNbytes``:
     0 if a size is known to be 0, else the offset of the last element plus one,
     in bytes), given here so that PyTorch's C++ does not compute it through a
-    dozen calls back into our SymNodes. The simplified sizes, strides and storage
-    size are cached per shape, strides and element size while the ShapeEnv's
-    knowledge is unchanged (its ``epoch``): proxies of one trace share a few
-    layouts, as the SymInts PyTorch's C++ parses: plain ``torch.SymInt``s around
-    our nodes (``SimplifiedNode``), which C++ keeps (it hands user code a new
+    dozen calls back into our SymNodes. Proxies of one trace share a few layouts:
+    each is made once per trace while nothing new is known (``memo.remembered``),
+    as the SymInts PyTorch's C++ parses: plain ``torch.SymInt``s around our nodes
+    (``SimplifiedNode``), which C++ keeps (it hands user code a new
     ``torch.SymInt`` of the node; no user code sees these), so the parse asks
     none of our ``__class__`` questions. The nodes refer to the context:
-    ``TraceContext.close`` drops the cache when the trace is done, so that no
+    ``TraceContext.close`` drops the memo when the trace is done, so that no
     reference cycle is left.
 
     While a retrace decides every size comparison where it is made
     (``ctx.decide_comparisons``), PyTorch computes the storage size itself, as
     before this shortcut: its ``size == 0`` tests are then decisions of the trace."""
-    env = ctx.env
-    cache = ctx.layouts
-    if cache.get("epoch") != env.epoch:
-        cache.clear()
-        cache["epoch"] = env.epoch
-    shape, strides, itemsize = meta.shape, meta.strides, meta.dtype.itemsize
-    key = (shape_key(shape), shape_key(strides), itemsize)
-    hit = cache.get(key)
-    if hit is None:
-        if strides is None:
-            strides = contiguous_strides(shape)
-        sizes = [env.simplify(d) for d in shape]
-        steps = [env.simplify(d) for d in strides]
-        last = 1  # 1 + sum of stride * (size - 1)
-        for d, st in zip(sizes, steps):
-            if d == 0 if type(d) is int else env.known(L.eq(d, 0)) is True:
-                last = 0
-                break
-            last = E.add(last, E.mul(st, E.sub(d, 1)))
-        nbytes = env.simplify(E.mul(itemsize, last))
-        epoch = env.epoch
-
-        def sym(d):  # simplified: a SymInt as it is (ctx.symint would simplify again)
-            return d if type(d) is int else torch.SymInt(SimplifiedNode(ctx, d, epoch))
-
-        hit = cache[key] = ([sym(d) for d in sizes], [sym(d) for d in steps], sym(nbytes))
-    sizes, steps, nbytes = hit
+    key = ("layout", shape_key(meta.shape), shape_key(meta.strides), meta.dtype.itemsize)
+    sizes, steps, nbytes = remembered(ctx, key, lambda: _make_layout(ctx, meta))
     return sizes, steps, None if ctx.decide_comparisons else nbytes
+
+
+def _make_layout(ctx, meta) -> tuple:
+    env = ctx.env
+    shape, strides = meta.shape, meta.strides
+    if strides is None:
+        strides = contiguous_strides(shape)
+    sizes = [env.simplify(d) for d in shape]
+    steps = [env.simplify(d) for d in strides]
+    last = 1  # 1 + sum of stride * (size - 1)
+    for d, st in zip(sizes, steps):
+        if d == 0 if type(d) is int else env.known(L.eq(d, 0)) is True:
+            last = 0
+            break
+        last = E.add(last, E.mul(st, E.sub(d, 1)))
+    nbytes = env.simplify(E.mul(meta.dtype.itemsize, last))
+    epoch = env.epoch
+
+    def sym(d):  # simplified: a SymInt as it is (ctx.symint would simplify again)
+        return d if type(d) is int else torch.SymInt(SimplifiedNode(ctx, d, epoch))
+
+    return [sym(d) for d in sizes], [sym(d) for d in steps], sym(nbytes)
 
 
 class TensorProxy(torch.Tensor):
