@@ -108,10 +108,10 @@ def _route_python_level(patches: Patches) -> None:
     for mod, name in PYTHON_LEVEL:
         patches.replace(mod, name, _router(getattr(mod, name), patches))
     vmap.install(patches)
+    # a Python classmethod up to torch 2.13, a C classmethod_descriptor from 2.14: both
+    # bind to a class with __get__
     apply = Function.__dict__["apply"]
-    patches.replace(
-        Function, "apply", classmethod(_custom_function(apply.__func__, patches)), apply
-    )
+    patches.replace(Function, "apply", classmethod(_custom_function(apply, patches)), apply)
 
 
 def _router(fn: Callable, patches: Patches) -> Callable:
@@ -149,7 +149,7 @@ def route(fn: Callable, *args, **kwargs):
     return op.rule(mode.ctx, op, *args, **kwargs)
 
 
-def _custom_function(apply: Callable, patches: Patches) -> Callable:
+def _custom_function(apply, patches: Patches) -> Callable:
     """``torch.autograd.Function.apply`` while tracing: the forward's ops are traced
     as usual, but a custom backward cannot be, and differentiating the forward's
     ops instead would silently give another gradient. Refused where one is needed."""
@@ -173,7 +173,7 @@ def _custom_function(apply: Callable, patches: Patches) -> Callable:
                     "give another gradient. Fix: call it outside the jit-compiled function, "
                     "or under torch.no_grad() when no gradient is needed."
                 )
-        return apply(cls, *args, **kwargs)
+        return apply.__get__(None, cls)(*args, **kwargs)
 
     return route
 

@@ -35,20 +35,31 @@ class Patches:
         return stack[-1] if stack else None
 
     def push(self, item) -> None:
-        self._tls.__dict__.setdefault("stack", []).append(item)
+        """This thread now traces ``item``; the first trace of all installs the
+        replacements. All or nothing: if installing fails, whatever it replaced is
+        put back and the stack is as before, so torch is never left patched."""
+        stack = self._tls.__dict__.setdefault("stack", [])
         with self._lock:
+            if self._depth == 0:
+                try:
+                    self._install(self)
+                except BaseException:
+                    self._restore()
+                    raise
             self._depth += 1
-            if self._depth == 1:
-                self._install(self)
+        stack.append(item)
 
     def pop(self) -> None:
         self._tls.stack.pop()
         with self._lock:
             self._depth -= 1
             if self._depth == 0:
-                for (owner, name), old in reversed(list(self._originals.items())):
-                    setattr(owner, name, old)
-                self._originals.clear()
+                self._restore()
+
+    def _restore(self) -> None:
+        for (owner, name), old in reversed(list(self._originals.items())):
+            setattr(owner, name, old)
+        self._originals.clear()
 
     def replace(self, owner, name: str, new, original=_ABSENT) -> None:
         """Set ``owner.name = new`` until the last trace ends (``original``: what
