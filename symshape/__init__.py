@@ -8,17 +8,21 @@ f(x); f.stats; print(f.traces()[-1].computation)
 from symshape import logs as logs  # reads SYMSHAPE_LOGS once (symshape/logs.py)
 
 try:
-    import torch  # noqa: F401
+    import torch
 except ImportError as _e:  # the symbolic engine (symshape.sym) needs no torch
     _missing = _e
 
     def __getattr__(name: str):
         raise ImportError(
-            f"symshape.{name} needs PyTorch (pip install torch==2.13.0); only the symbolic "
+            f"symshape.{name} needs PyTorch (pip install 'torch>=2.11,<2.16'); only the symbolic "
             f"engine, symshape.sym, works without it ({_missing})"
         )
 
 else:
+    from symshape import releases as _releases
+
+    _releases.check(torch.__version__)
+
     from symshape.export import (
         ConstraintViolationError,
         ExportedProgram,

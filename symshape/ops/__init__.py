@@ -8,7 +8,7 @@ ops, or a gradient for an unknown op, is an error at import.
 
 import importlib
 
-from symshape.ops.registry import BY_NAME, OpDef, lookup, register, supported_ops
+from symshape.ops.registry import BY_NAME, OpDef, available, lookup, register, supported_ops
 
 FAMILIES = (
     "elementwise", "metadata", "casts", "factories", "reductions", "linalg", "views",
@@ -27,8 +27,16 @@ GRADIENTS = (
     "scans_vjp", "index_scatter_vjp", "nn_functional_vjp", "shape_factories_vjp", "rnn_vjp",
     "fill_copy_vjp", "fold_vjp",
 )  # fmt: skip
+# Families of ops that some supported torch releases lack: each is loaded only where
+# torch has the callable named beside it (its rules and gradients in one module).
+OPTIONAL_FAMILIES = {
+    "linear_cross_entropy": "torch.nn.functional.linear_cross_entropy",  # torch 2.13
+}
 for _module in FAMILIES + GRADIENTS:
     importlib.import_module(f"symshape.ops.{_module}")
+for _module, _needs in OPTIONAL_FAMILIES.items():
+    if available(_needs):
+        importlib.import_module(f"symshape.ops.{_module}")
 importlib.import_module("symshape.ops.inplace").mark_allocating()
 
 # Ops whose rules give eager's output layout even for non-contiguous inputs: the
@@ -44,4 +52,14 @@ for _name in ("matmul", "mm", "bmm", "linear", "addmm", "baddbmm", "layer_norm",
 importlib.import_module("symshape.ops.out_args").install()
 importlib.import_module("symshape.ops.fallback").install()  # ops with no rule
 
-__all__ = ["BY_NAME", "FAMILIES", "GRADIENTS", "OpDef", "lookup", "register", "supported_ops"]
+__all__ = [
+    "BY_NAME",
+    "FAMILIES",
+    "GRADIENTS",
+    "OPTIONAL_FAMILIES",
+    "OpDef",
+    "available",
+    "lookup",
+    "register",
+    "supported_ops",
+]

@@ -16,7 +16,6 @@ a triplet loss with a user's distance function) runs its own body on proxies
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 
 import torch
@@ -34,7 +33,7 @@ from symshape.ops._helpers import (
 from symshape.ops.decompositions import without_grad
 from symshape.ops.nn import expect, show
 from symshape.ops.pooling import _window_checks, window_count
-from symshape.ops.registry import BY_NAME, register
+from symshape.ops.registry import register
 from symshape.sym import expr as E
 from symshape.sym import logic as L
 
@@ -115,10 +114,6 @@ def _ctc(ctx, b):
     return (s[1],) if len(s) == 3 else ()
 
 
-def _linear_ce(ctx, b):
-    return () if b["reduction"] != "none" else _shape(ctx, b["target"])
-
-
 def _cosine_embedding(ctx, b):
     if _reduction(b) != "none":
         return ()
@@ -140,44 +135,10 @@ LOSSES = {
     "triplet_margin_loss": _rows("anchor", "positive", "negative"),
     "cosine_embedding_loss": _cosine_embedding,
     "ctc_loss": _ctc,
-    "linear_cross_entropy": _linear_ce,
 }
 
 for _n, _shape_of in LOSSES.items():
-    if _n != "linear_cross_entropy":
-        _fn = getattr(F, _n)
-        register(_n, f"torch.nn.functional.{_n}", tags={"loss"})(f_node(_fn, _shape_of))
-
-
-_LINEAR_CE = f_node(F.linear_cross_entropy, _linear_ce)
-
-
-def _linear_ce_with(ctx, args, kwargs, fields: dict):
-    """The node of ``linear_cross_entropy_options``: the options as their fields."""
-    node = _LINEAR_CE(ctx, BY_NAME["linear_cross_entropy"], *args, **kwargs)  # shape, dtype
-    ctx.nodes.pop()
-    with_options = BY_NAME["linear_cross_entropy_options"]
-    return ctx.emit(with_options, args, {**kwargs, "options": fields}, ctx.meta(node))
-
-
-@register(
-    "linear_cross_entropy_options",
-    "symshape.ops.runtime.linear_cross_entropy_with_options",
-    tags={"loss"},
-)
-def linear_cross_entropy_options(ctx, op, *args, options, **kwargs):
-    """F.linear_cross_entropy with a ``LinearCrossEntropyOptions`` given as the dict of
-    its fields (a trace holds plain values, not the dataclass)."""
-    return _linear_ce_with(ctx, args, kwargs, dict(options))
-
-
-@register("linear_cross_entropy", "torch.nn.functional.linear_cross_entropy", tags={"loss"})
-def linear_cross_entropy(ctx, op, *args, options=None, **kwargs):
-    """One node; with ``options`` (how it chunks), ``linear_cross_entropy_options``'s."""
-    if options is None:
-        return _LINEAR_CE(ctx, op, *args, **kwargs)
-    fields = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}
-    return _linear_ce_with(ctx, args, kwargs, fields)
+    register(_n, f"torch.nn.functional.{_n}", tags={"loss"})(f_node(getattr(F, _n), _shape_of))
 
 
 # -- composites run as their own Python bodies -----------------------------------------------------

@@ -58,7 +58,7 @@ def _batch_norm_with_update(ctx, grads, outs, input, weight, bias, running_mean,
 
 
 eager_vjp(
-    *LOSSES, "linear_cross_entropy_options", "max_unpool1d", "max_unpool2d", "max_unpool3d", "grid_sample", "grid_sampler",
+    *LOSSES, "max_unpool1d", "max_unpool2d", "max_unpool3d", "grid_sample", "grid_sampler",
     "grid_sampler_2d", "grid_sampler_3d", "embedding_bag", "prelu", "avg_pool3d", "max_pool3d",
     "max_pool3d_with_indices", "adaptive_avg_pool3d", "adaptive_max_pool3d",
     "fractional_max_pool2d", "fractional_max_pool3d", "stft_builtin", "istft", "softmax_backward_data",

@@ -104,6 +104,17 @@ def lookup(func) -> OpDef | None:
     return None
 
 
+def available(source: str) -> bool:
+    """Whether the installed torch has the callable a dotted source names
+    (``torch.nn.functional.linear_cross_entropy``): rules for what a release lacks
+    are registered only where it exists."""
+    try:
+        resolve(source)
+    except (ImportError, AttributeError):
+        return False
+    return True
+
+
 def tensor_method(name: str):
     """``torch.Tensor.<name>`` if it exists."""
     return getattr(torch.Tensor, name, None)

@@ -74,12 +74,3 @@ def assert_true(condition, message):
     """``torch._assert`` of a tensor: eager's ``if not condition: raise AssertionError``."""
     if not condition:
         raise AssertionError(message)
-
-
-def linear_cross_entropy_with_options(*args, options: dict, **kwargs):
-    """F.linear_cross_entropy, its ``LinearCrossEntropyOptions`` given by its fields."""
-    from torch.nn.modules.linear_cross_entropy_options import LinearCrossEntropyOptions
-
-    return torch.nn.functional.linear_cross_entropy(
-        *args, options=LinearCrossEntropyOptions(**options), **kwargs
-    )
