@@ -347,20 +347,7 @@ class Builder(ObjectInputs):
         return value
 
     def _tensor(self, t: torch.Tensor, src: str, label: str, out, is_param: bool):
-        if type(t).__name__ == "TensorProxy":
-            where = user_location()
-            raise TracingError(
-                f"{label}: a traced tensor (a placeholder with no values) was passed to a jit "
-                "function" + (f"\n  at {where.describe()}" if where is not None else "") + "\n"
-                "It escaped an earlier trace through something that outlived that call (a "
-                "generator or lambda the function returned, a global or closure list it "
-                "stored the tensor in). Fix: return tensors from the jit-compiled function "
-                "and pass those."
-            )
-        if t.layout is not torch.strided:
-            raise TracingError(
-                f"{label}: only strided (dense) tensors can be traced, found {t.layout}"
-            )
+        _refuse_untraceable(t, label)
         if id(t) in self.tensor_local:  # the same tensor passed twice: keep the aliasing
             other = self.tensor_local[id(t)]
             self.fail(
@@ -766,3 +753,26 @@ def _identifier(label: str) -> str:
 
 
 __all__ = ["DYNAMIC", "Builder", "Check", "Prologue"]
+
+
+def _refuse_untraceable(t: torch.Tensor, label: str) -> None:
+    """A tensor input no trace can stand for is refused, naming the input and the fix."""
+    if type(t).__name__ == "TensorProxy":
+        where = user_location()
+        raise TracingError(
+            f"{label}: a traced tensor (a placeholder with no values) was passed to a jit "
+            "function" + (f"\n  at {where.describe()}" if where is not None else "") + "\n"
+            "It escaped an earlier trace through something that outlived that call (a "
+            "generator or lambda the function returned, a global or closure list it "
+            "stored the tensor in). Fix: return tensors from the jit-compiled function "
+            "and pass those."
+        )
+    if t.layout is not torch.strided:
+        raise TracingError(f"{label}: only strided (dense) tensors can be traced, found {t.layout}")
+    has_names = getattr(t, "has_names", None)  # named tensors: torch 2.12 and older
+    if has_names is not None and has_names():
+        raise TracingError(
+            f"{label}: a named tensor (names {t.names}) cannot be traced: a trace's "
+            "tensors carry no dimension names, so named-tensor ops would lose them. Fix: "
+            "pass x.rename(None) and name the result outside the jit-compiled function."
+        )

@@ -148,20 +148,13 @@ def _combine(higher, lower):
         return higher
     if higher.is_complex:
         return higher
-    if lower.is_complex:
-        return _TO_COMPLEX.get(higher, lower) if higher.is_floating_point else lower
+    if lower.is_complex:  # c10's toComplexType, which differs by release (bfloat16)
+        return higher.to_complex() if higher.is_floating_point else lower
     if higher.is_floating_point:
         return higher
     if higher is torch.bool or lower.is_floating_point:
         return torch.promote_types(higher, lower)
     return higher
-
-
-_TO_COMPLEX = {
-    torch.float16: torch.complex32,
-    torch.float32: torch.complex64,
-    torch.float64: torch.complex128,
-}
 
 
 def result_type(*operands, kind: str = "DEFAULT") -> torch.dtype:
@@ -190,7 +183,7 @@ def result_type(*operands, kind: str = "DEFAULT") -> torch.dtype:
         elif isinstance(x, (float, torch.SymFloat)):
             wrapped = _promote(wrapped, torch.get_default_dtype())
         elif isinstance(x, complex):
-            wrapped = _promote(wrapped, _TO_COMPLEX[torch.get_default_dtype()])
+            wrapped = _promote(wrapped, torch.get_default_dtype().to_complex())
         else:
             raise TypeError(f"cannot promote a {type(x).__name__} with tensors")
     out = _combine(dim, _combine(zero, wrapped))
@@ -201,9 +194,7 @@ def result_type(*operands, kind: str = "DEFAULT") -> torch.dtype:
     if kind == "ALWAYS_BOOL":
         return torch.bool
     if kind == "COMPLEX_TO_FLOAT" and out.is_complex:
-        return {torch.complex32: torch.float16, torch.complex64: torch.float32}.get(
-            out, torch.float64
-        )
+        return out.to_real()
     if kind == "BOOL_TO_LONG" and out is torch.bool:
         return torch.int64
     return out

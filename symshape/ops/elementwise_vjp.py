@@ -453,11 +453,23 @@ def _conj(ctx, grads, outs, input):
     return {0: grads[0].conj() if input.dtype.is_complex else grads[0]}
 
 
+def _ldexp_scales_by_an_integer() -> bool:
+    """Whether eager's gradient of ``ldexp`` scales by the integer ``2 ** other``, 0
+    where ``other < 0`` (torch 2.13 and older; 2.14 scales by the float): asked of
+    the installed torch once, at import."""
+    x = torch.ones(1, dtype=torch.float64, requires_grad=True)
+    (g,) = torch.autograd.grad(torch.ldexp(x, torch.tensor([-1])), x, torch.ones(1, dtype=x.dtype))
+    return g.item() == 0
+
+
+_LDEXP_BASE = 2 if _ldexp_scales_by_an_integer() else 2.0
+
+
 @vjp("ldexp")
-def _ldexp(ctx, grads, outs, input, other):  # eager's 2 ** other is integer (0 when other < 0)
+def _ldexp(ctx, grads, outs, input, other):  # eager's 2 ** other, as this release computes it
     g = grads[0]
     return {
-        0: g * torch.pow(2, other),
+        0: g * torch.pow(_LDEXP_BASE, other),
         1: g * outs[0] * math.log(2.0) if is_t(other) and needs(other) else None,
     }
 

@@ -31,11 +31,10 @@ from symshape.ops._helpers import (
 )
 from symshape.ops.registry import BY_NAME, OpDef, define, register, tensor_method
 
-_COMPLEX_TO_REAL = {
-    torch.complex32: torch.float16,
-    torch.complex64: torch.float32,
-    torch.complex128: torch.float64,
-}
+
+def _real(dtype: torch.dtype) -> torch.dtype:
+    """The real dtype of a complex one (a real dtype itself)."""
+    return dtype.to_real() if dtype.is_complex else dtype
 
 
 def _numpy_names(rule):
@@ -284,7 +283,7 @@ def _moment(pair: bool):
             raise RuntimeError("std and var only support floating point and complex dtypes")
         dims = _dims(dim, m.ndim)
         shape = reduced_shape(m.shape, dims, keepdim)
-        out = _out(ctx, input, shape, _COMPLEX_TO_REAL.get(m.dtype, m.dtype))
+        out = _out(ctx, input, shape, _real(m.dtype))
         emitted = (input, _dim_arg(dim, dims))
         kw = {"correction": correction, "keepdim": keepdim}
         if not pair:
@@ -408,7 +407,7 @@ def vector_norm(ctx, op, input, ord=2, dim=None, keepdim=False, *, dtype=None):
     out = dtype if dtype is not None else m.dtype
     kwargs = {"dtype": dtype} if dtype is not None else {}
     args = (input, ord, None if dim is None else dims, keepdim)
-    return ctx.emit(op, args, kwargs, _out(ctx, input, shape, _COMPLEX_TO_REAL.get(out, out)))
+    return ctx.emit(op, args, kwargs, _out(ctx, input, shape, _real(out)))
 
 
 def _norm(ctx, op, input, p="fro", dim=None, keepdim=False, out=None, dtype=None):

@@ -340,6 +340,9 @@ class SymInt(_Python, torch.SymInt):
     def __int__(self) -> int:
         return self.node.int_()
 
+    def has_hint(self) -> bool:  # torch 2.14+ asks its SymInts (and SymFloats) this
+        return self.node.has_hint()
+
     __and__, __rand__ = _binary(_AND, floats=False), _binary(_AND, floats=False, reflected=True)
     __or__, __ror__ = _binary(_OR, floats=False), _binary(_OR, floats=False, reflected=True)
     __xor__, __rxor__ = _binary(_XOR, floats=False), _binary(_XOR, floats=False, reflected=True)
@@ -384,6 +387,8 @@ class SymFloat(_Python, torch.SymFloat):
 
     def __int__(self) -> int:
         return self.node.trunc().int_()
+
+    has_hint = SymInt.has_hint
 
     def __round__(self, ndigits=None):
         return wrap(self.node.round(ndigits))

@@ -40,8 +40,8 @@ def check_backward(fn, make, trace_at, run_at, *, max_traces=1):
         sum((o * w).sum() for o, w in zip(oj, weights)).backward()
         for i, (a, b) in enumerate(zip(ja, ea)):
             if b.requires_grad:
-                torch.testing.assert_close(
-                    a.grad, b.grad, msg=lambda m, i=i, p=p: f"at {p}: grad {i}: {m}"
+                torch.testing.assert_close(  # NaN where eager's is (lp_pool p=inf, torch 2.12-)
+                    a.grad, b.grad, equal_nan=True, msg=lambda m, i=i, p=p: f"at {p}: grad {i}: {m}"
                 )
     assert jf.stats.compiles <= max_traces, jf.stats.recompile_reasons
     return jf
@@ -568,10 +568,14 @@ def _schemas(packet) -> list:
 
 
 def _names(schemas, self_name) -> set:
-    """Argument names; ``self`` is ``input`` for a function, implicit for a method."""
+    """Argument names; ``self`` is ``input`` for a function, implicit for a method. The
+    named-tensor overloads (``flatten.DimnameList``, ``diagonal.Dimname``: torch 2.12 and
+    older; a Dimname argument reads as ``str`` in the schema) are left out: symshape refuses
+    tensors with names (tests/jit/test_named_tensors.py)."""
     return {
         self_name if a.name == "self" else a.name
         for s in schemas
+        if "name" not in s.overload_name.lower()
         for a in s.arguments
         if a.name != "self" or self_name
     }
