@@ -270,6 +270,7 @@ def _value(src, args):
 def _graph(trace: Trace, run: Callable, args: tuple, sources: dict, oblivious: bool):
     """``run`` as an ATen graph on fake inputs with symbolic sizes (``oblivious``:
     reasoning size-obliviously, see the module's docstring)."""
+    from torch._dispatch.python import enable_python_dispatcher
     from torch._dynamo.source import ConstantSource
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
@@ -315,7 +316,10 @@ def _graph(trace: Trace, run: Callable, args: tuple, sources: dict, oblivious: b
         with oblivious_layouts.graph_mode():
             return values_only(*a)
 
-    with torch.no_grad(), mode, _oblivious(oblivious):
+    # the Python dispatcher, as torch.compile's AOTAutograd traces: composite ops
+    # (linear, matmul) decompose in Python, in SymInts; torch 2.12's C++ matmul
+    # asks a symbolic tensor its numel() and fails
+    with torch.no_grad(), mode, enable_python_dispatcher(), _oblivious(oblivious):
         gm = make_fx(
             body,
             tracing_mode="real",

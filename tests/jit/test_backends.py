@@ -217,3 +217,26 @@ def test_padding_stays_symbolic_in_the_graph():
         got = _constant_pad_nd(x, pad, 1.5)
         assert torch.equal(got, torch.ops.aten.constant_pad_nd(x, pad, 1.5))
         assert got.data_ptr() != x.data_ptr()  # a new tensor, as eager's
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_a_linear_of_a_batch_of_sequences_gets_a_graph(bias, device):
+    """GPT-2's language-model head: ``F.linear`` of [B, T, d] by a weight with no
+    bias. torch 2.12's C++ ``matmul`` asks the input's numel() and fails on symbolic
+    sizes; the graph is made under the Python dispatcher, as AOTAutograd makes its."""
+    torch.manual_seed(0)
+    head = nn.Linear(16, 40, bias=bias).to(device)
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm
+
+    jf = symshape.jit(head, dynamic=True, backend=backend)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BackendWarning)
+        for b, t in [(2, 7), (3, 5), (1, 9)]:
+            x = torch.randn(b, t, 16, device=device)
+            with torch.no_grad():
+                torch.testing.assert_close(jf(x), head(x))
+    assert len(graphs) == 1 and jf.stats.backend_compiles == 1
