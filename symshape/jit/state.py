@@ -30,6 +30,8 @@ from torch import nn
 from torch._C._dynamo.guards import dict_version
 from torch.utils.hooks import RemovableHandle
 
+from symshape.ir.printer import fmt
+
 _SCALAR = (
     type(None),
     bool,
@@ -617,6 +619,32 @@ def global_state_change(guard, grad: bool, dtype) -> str:
         else:
             out.append(f"{what.replace('_', ' ')} changed")
     return "; ".join(out)
+
+
+_CPU = torch.device("cpu")
+
+
+def default_device() -> torch.device:
+    """``torch.get_default_device()``, at once where nothing set one (no
+    ``torch.set_default_device``, no ``with torch.device(...)``: no torch-function
+    mode pushed), the usual case; PyTorch's own walks the mode stack (about 3 µs)."""
+    if torch._C._len_torch_function_stack() == 0 and (
+        getattr(torch._GLOBAL_DEVICE_CONTEXT, "device_context", None) is None
+    ):
+        return _CPU
+    return torch.get_default_device()
+
+
+def default_device_guard(b, device: torch.device) -> None:
+    """Emit into the prologue ``b`` the check that the default device is still
+    ``device``, where the trace's factories allocated (ops/factories.py)."""
+    b.globals["_default_device"] = default_device
+    b.fail(
+        f"_default_device() != {fmt(device)}",
+        f"the default device is {device} (torch.set_default_device)",
+        f"f'the default device is {{torch.get_default_device()}} (traced with {device})'",
+        kind="state",
+    )
 
 
 def compiled_version_check(dicts: list):

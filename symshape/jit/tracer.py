@@ -25,6 +25,7 @@ from symshape.jit.prologue import Builder, Prologue
 from symshape.jit.state import (
     SKIPPED,
     ObjectGuard,
+    default_device_guard,
     global_state_change,
     holds,
     is_plain_object,
@@ -330,6 +331,8 @@ def _trace_once(
     for cname, value in ctx.constants.items():
         b.globals[cname] = value
     b.emit_tensor_checks(used | ctx.touched, ctx.constants)
+    if ctx.default_device is not None:  # a factory allocated on the default device
+        default_device_guard(b, ctx.default_device)
     env = ctx.env
     guards = env.guards
     for g in guards:

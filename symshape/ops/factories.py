@@ -40,8 +40,15 @@ _SIZED = ("dtype", "layout", "device", "requires_grad", "pin_memory")
 _OPTIONS = (*_SIZED, "memory_format")  # empty and *_like also take a memory format
 
 
-def _default_device() -> torch.device:
-    return torch.get_default_device()
+def _default_device(ctx, options: dict) -> torch.device | None:
+    """The device a factory allocates on when ``options`` name none (else None: the
+    one named is used): a read of global state, which the trace's prologue checks
+    (jit/tracer.py), as eager would allocate elsewhere after ``torch.set_default_device``
+    or inside ``with torch.device(...)``."""
+    if options.get("device") is not None:
+        return None
+    ctx.default_device = torch.get_default_device()
+    return ctx.default_device
 
 
 def _complex_of(dtype: torch.dtype) -> torch.dtype:
@@ -69,6 +76,10 @@ def _options(op, options: dict, dtype, device, allowed=_SIZED, ctx=None):
         dtype = emitted["dtype"] = options["dtype"]
     if options.get("device") is not None:
         device = emitted["device"] = device_arg(options["device"])
+    elif device is not None and device.type != "cpu":
+        # the default device, named in the node: a trace may run where the default is
+        # another (a backward on autograd's device thread); the prologue checks it
+        emitted["device"] = device
     requires_grad = bool(options.get("requires_grad", False))
     if requires_grad:
         emitted["requires_grad"] = True
@@ -115,7 +126,7 @@ def _filled(ctx, op, *size, **options):
         op,
         options,
         torch.get_default_dtype(),
-        _default_device(),
+        _default_device(ctx, options),
         allowed,
         ctx if op.random else None,
     )
@@ -151,7 +162,9 @@ def _fill_dtype(value) -> torch.dtype:
 @register("full", "torch.full")
 def full(ctx, op, size, fill_value, **options):
     shape = _sizes(ctx, (size,), options)
-    dtype, device, rg, fmt, kw = _options(op, options, _fill_dtype(fill_value), _default_device())
+    dtype, device, rg, fmt, kw = _options(
+        op, options, _fill_dtype(fill_value), _default_device(ctx, options)
+    )
     return ctx.emit(op, (shape, fill_value), kw, _meta(ctx, shape, dtype, device, rg, fmt))
 
 
@@ -168,14 +181,18 @@ def randint(ctx, op, *args, **options):
     if pos:
         raise TypeError("randint() expects (high, size) or (low, high, size)")
     shape = _sizes(ctx, (size,), options)
-    dtype, device, rg, fmt, kw = _options(op, options, torch.int64, _default_device(), ctx=ctx)
+    dtype, device, rg, fmt, kw = _options(
+        op, options, torch.int64, _default_device(ctx, options), ctx=ctx
+    )
     return ctx.emit(op, (low, high, shape), kw, _meta(ctx, shape, dtype, device, rg, fmt))
 
 
 @register("randperm", "torch.randperm", random=True)
 def randperm(ctx, op, n, **options):
     (size,) = _sizes(ctx, (n,), options)
-    dtype, device, rg, _, kw = _options(op, options, torch.int64, _default_device(), ctx=ctx)
+    dtype, device, rg, _, kw = _options(
+        op, options, torch.int64, _default_device(ctx, options), ctx=ctx
+    )
     return ctx.emit(op, (size,), kw, _meta(ctx, (size,), dtype, device, rg))
 
 
@@ -191,7 +208,9 @@ def eye(ctx, op, n, m=None, **options):
                 f"{what} must be greater or equal to 0, got {show(ctx, v)}"
             ),
         )
-    dtype, device, rg, _, kw = _options(op, options, torch.get_default_dtype(), _default_device())
+    dtype, device, rg, _, kw = _options(
+        op, options, torch.get_default_dtype(), _default_device(ctx, options)
+    )
     args = (rows,) if m is None else (rows, cols)
     return ctx.emit(op, args, kw, _meta(ctx, (rows, cols), dtype, device, rg))
 
@@ -203,7 +222,7 @@ def linspace(ctx, op, start, end, steps, **options):
     complex_ = any(isinstance(v, complex) for v in (start, end))
     default = torch.get_default_dtype()
     dtype, device, rg, _, kw = _options(
-        op, options, _complex_of(default) if complex_ else default, _default_device()
+        op, options, _complex_of(default) if complex_ else default, _default_device(ctx, options)
     )
     return ctx.emit(op, (start, end, n), kw, _meta(ctx, (n,), dtype, device, rg))
 
@@ -315,7 +334,10 @@ def arange(ctx, op, start=None, end=None, step=1, **options):
         start, end, step = (_bound(ctx, v) for v in (start, end, step))
     floats = any(_is_float(v) for v in (start, end, step))
     dtype, device, rg, _, kw = _options(
-        op, options, torch.get_default_dtype() if floats else torch.int64, _default_device()
+        op,
+        options,
+        torch.get_default_dtype() if floats else torch.int64,
+        _default_device(ctx, options),
     )
     n = _arange_length(ctx, start, end, step, dtype)
     simple = isinstance(start, int) and start == 0 and isinstance(step, int) and step == 1
@@ -386,7 +408,7 @@ def _tensor_from(ctx, op, data, dtype, device, options, emit_args=()):
 
 @register("tensor", "torch.tensor")
 def tensor(ctx, op, data, **options):
-    return _tensor_from(ctx, op, data, None, _default_device(), options)
+    return _tensor_from(ctx, op, data, None, _default_device(ctx, options), options)
 
 
 @register("as_tensor", "torch.as_tensor")
@@ -398,7 +420,7 @@ def as_tensor(ctx, op, data, dtype=None, device=None, **options):
 
         return cast(ctx, data, dtype, device_arg(device))
     opts = {k: v for k, v in (("dtype", dtype), ("device", device)) if v is not None}
-    return _tensor_from(ctx, op, data, None, _default_device(), opts)
+    return _tensor_from(ctx, op, data, None, _default_device(ctx, opts), opts)
 
 
 # -- like another tensor -------------------------------------------------------------------------

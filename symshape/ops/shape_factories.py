@@ -32,7 +32,7 @@ def empty_strided(ctx, op, size, stride, **options):
     shape, strides = sym_tuple(ctx, (size,)), sym_tuple(ctx, (stride,))
     check_nonnegative(ctx, shape)
     dtype, device, rg, _, kw = _options(
-        op, options, torch.get_default_dtype(), _default_device(), _OPTIONS
+        op, options, torch.get_default_dtype(), _default_device(ctx, options), _OPTIONS
     )
     meta = _meta(ctx, shape, dtype, device, rg).like(strides=strides)
     return ctx.emit(op, (list(size), list(stride)), kw, _exact(meta))
@@ -62,7 +62,7 @@ def empty_permuted(ctx, op, size, physical_layout, **options):
     if sorted(perm) != list(range(len(shape))):
         raise RuntimeError(f"physical_layout {list(perm)} is not a permutation of the dims")
     dtype, device, rg, _, kw = _options(
-        op, options, torch.get_default_dtype(), _default_device(), _OPTIONS
+        op, options, torch.get_default_dtype(), _default_device(ctx, options), _OPTIONS
     )
     # the physical order is `perm`: the last listed dim is the densest
     strides = [0] * len(shape)
@@ -77,7 +77,7 @@ def empty_permuted(ctx, op, size, physical_layout, **options):
 @register("scalar_tensor", "torch.scalar_tensor")
 def scalar_tensor(ctx, op, s, **options):
     dtype, device, rg, _, kw = _options(
-        op, options, torch.get_default_dtype(), _default_device(), _OPTIONS
+        op, options, torch.get_default_dtype(), _default_device(ctx, options), _OPTIONS
     )
     return ctx.emit(op, (s,), kw, _meta(ctx, (), dtype, device, rg))
 
@@ -88,7 +88,7 @@ def logspace(ctx, op, start, end, steps, base=10.0, **options):
     if not decide(ctx, L.ge(n, 0)):
         raise RuntimeError("number of steps must be non-negative")
     dtype, device, rg, _, kw = _options(
-        op, options, torch.get_default_dtype(), _default_device(), _OPTIONS
+        op, options, torch.get_default_dtype(), _default_device(ctx, options), _OPTIONS
     )
     return ctx.emit(op, (start, end, steps, base), kw, _meta(ctx, (n,), dtype, device, rg))
 
@@ -214,7 +214,7 @@ def _triangle_indices(ctx, op, fn, row, col, offset, options):
     # computation on the meta device gives it
     row, col, offset = (concrete(ctx, v, f"{op.name}'s sizes") for v in (row, col, offset))
     dtype, device, rg, _, kw = _options(
-        op, options, torch.int64, _default_device(), ("dtype", "layout", "device")
+        op, options, torch.int64, _default_device(ctx, options), ("dtype", "layout", "device")
     )
     n = fn(row, col, offset, dtype=dtype, device="meta").shape[1]
     return ctx.emit(op, (row, col, offset), kw, _meta(ctx, (2, n), dtype, device, rg))

@@ -72,8 +72,7 @@ class TraceContext:
         # id(Var) -> the input's TensorMeta, for contiguous() results whose strides
         # depend on whether a dynamic size is 1 (decided when read: ops/views.py)
         self.layout_if_contiguous: dict[int, TensorMeta] = {}
-        # set when a retrace must decide every size comparison where it is made
-        # (a SymBool reached an argument that takes only a Python bool)
+        # set when a retrace must decide each size comparison where made (SymBool to a bool arg)
         self.decide_comparisons = False
         # ids of tensor Vars made here by an op that allocates its result (tag
         # "allocates") and not passed since to an op whose result may view them
@@ -84,6 +83,7 @@ class TraceContext:
         self.split: SplitState | None = None  # set when reads of data split (reads.py)
         # id(Var) of a 0-d int tensor of sizes (torch.div(n, 2, ...)) -> its expression
         self.int_values: dict[int, object] = {}
+        self.default_device = None  # torch.get_default_device(), once a factory read it
 
     def close(self) -> None:
         """Drop this trace's memo: the SymInts it holds refer back to it."""
