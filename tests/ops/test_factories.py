@@ -21,7 +21,7 @@ SIZED = [
     lambda x: torch.full((x.shape[0], 2), 7), lambda x: torch.full(x.shape, 0.5, dtype=torch.float64),
     lambda x: torch.full((x.shape[0],), True), lambda x: torch.full((2,), x.shape[0]),
     lambda x: torch.full((x.shape[0],), x.shape[0] / 2), lambda x: torch.full((1,), 1j),
-    lambda x: torch.ones(x.shape[0], 3, dtype=torch.float16, device="cpu") + x.half(),
+    lambda x: torch.ones(x.shape[0], 3, dtype=torch.float16, device=x.device) + x.half(),
     lambda x: torch.zeros(x.shape[0] // 2, requires_grad=True).requires_grad,
     lambda x: torch.ones_like(torch.empty(x.shape[0], 2)), lambda x: tuple(torch.empty(x.shape).shape),
     lambda x: torch.eye(x.shape[0]), lambda x: torch.eye(x.shape[0], 2, dtype=torch.int64),
