@@ -10,7 +10,15 @@ import warnings
 import pytest
 import torch
 import torch.nn.functional as F
-from harness import assert_same, check, check_grad
+from harness import (
+    DEVICE,
+    assert_same,
+    check,
+    check_grad,
+    fn_on_device,
+    on_default_device,
+    on_device,
+)
 
 import symshape
 from symshape.ops.registry import REGISTRY
@@ -26,16 +34,17 @@ def r(*shape, grad=False):
 def check_backward(fn, make, trace_at, run_at, *, max_traces=1):
     """``fn``'s outputs, then ``.backward()`` of their weighted sum, against eager:
     the ``.grad`` of every input that requires grad, at every shape."""
-    jf = symshape.jit(fn, dynamic=True)
+    jf = symshape.jit(fn_on_device(fn), dynamic=True)
     for p in (trace_at, *run_at):
         torch.manual_seed(p)
-        args = make(p)
+        args = on_device(make(p))
         ea = [a.detach().clone().requires_grad_(a.requires_grad) for a in args]
         ja = [a.detach().clone().requires_grad_(a.requires_grad) for a in args]
-        oe, oj = fn(*ea), jf(*ja)
+        with on_default_device():
+            oe, oj = fn(*ea), jf(*ja)
         assert_same(oj, oe, where=f"at {p}")
         oe, oj = (oe,) if torch.is_tensor(oe) else oe, (oj,) if torch.is_tensor(oj) else oj
-        weights = [torch.randn(o.shape, dtype=o.dtype) for o in oe]
+        weights = [torch.randn(o.shape, dtype=o.dtype, device=o.device) for o in oe]
         sum((o * w).sum() for o, w in zip(oe, weights)).backward()
         sum((o * w).sum() for o, w in zip(oj, weights)).backward()
         for i, (a, b) in enumerate(zip(ja, ea)):
@@ -461,8 +470,31 @@ GROUPED_MMS = {
 }
 
 
+@pytest.mark.skipif(
+    DEVICE.type != "cpu",
+    reason="eager's torch._grouped_mm takes float32 only on the CPU (bfloat16 below)",
+)
 @pytest.mark.parametrize("fn, make", GROUPED_MMS.values(), ids=GROUPED_MMS.keys())
 def test_grouped_mm_matches_eager_with_gradients(fn, make):
+    check_backward(fn, make, 3, (1, 5))
+
+
+def bf16(*shape):  # 16-byte strides, as eager's kernels require off the CPU
+    return torch.randn(*shape, dtype=torch.bfloat16, requires_grad=True)
+
+
+@pytest.mark.parametrize(
+    "fn, make",
+    [
+        (lambda a, b, o: torch._grouped_mm(a, b, offs=o),
+         lambda n: (bf16(2 * n, 16), bf16(3, 16, 8), offsets(n // 2, n, 2 * n))),
+        (lambda a, b, o: F.grouped_mm(a, b.transpose(-2, -1), offs=o),
+         lambda n: (bf16(2 * n, 16), bf16(3, 8, 16), offsets(n, n, 2 * n))),
+        (lambda a, b: torch._grouped_mm(a, b), lambda n: (bf16(3, n, 16), bf16(3, 16, 8))),
+    ],
+    ids=["2d_3d", "2d_3d_transposed_weight", "3d_3d"],
+)  # fmt: skip
+def test_grouped_mm_in_bfloat16_on_every_device(fn, make):
     check_backward(fn, make, 3, (1, 5))
 
 
