@@ -35,12 +35,66 @@ def dce(trace: Trace) -> Trace:
     )
 
 
+class _Storages:
+    """Which tensors may share memory, and which memory is written in place or
+    returned. An op not tagged ``allocates`` may return a view of its tensor
+    arguments, so its outputs join their storage; an in-place op writes the
+    storage of every tensor it is given; the trace's outputs escape to the caller.
+    Two results merged by CSE become one tensor: sound only while neither storage
+    is written, and while the caller cannot tell two returned tensors apart."""
+
+    def __init__(self, trace: Trace):
+        self.parent: dict[int, int] = {}
+        self.written: set[int] = set()
+        self.escaping: set[int] = set()
+        for n in trace.nodes:
+            if has_effect(n) and n.op is not ASSERT:
+                self.written.update(self.find(id(v)) for v in n.inputs())
+            elif "allocates" not in getattr(n.op, "tags", ()):
+                for a in n.inputs():
+                    for b in n.outputs:
+                        self.union(id(a), id(b))
+        self.written = {self.find(k) for k in self.written}
+        self.escaping = {self.find(id(v)) for v in iter_vars(trace.output)}
+
+    def find(self, k: int) -> int:
+        root = k
+        while self.parent.get(root, root) != root:
+            root = self.parent[root]
+        while k != root:  # path compression
+            self.parent[k], k = root, self.parent[k]
+        return root
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return
+        self.parent[rb] = ra
+        for flags in (self.written, self.escaping):
+            if rb in flags:
+                flags.add(ra)
+
+    def may_merge(self, n: Node, prev: Node) -> bool:
+        """May ``n``'s outputs become ``prev``'s? Then they share storage from now on."""
+        for a, b in zip(n.outputs, prev.outputs):
+            ra, rb = self.find(id(a)), self.find(id(b))
+            if ra in self.written or rb in self.written:
+                return False
+            if ra != rb and ra in self.escaping and rb in self.escaping:
+                return False
+        for a, b in zip(n.outputs, prev.outputs):
+            self.union(id(b), id(a))
+        return True
+
+
 def cse(trace: Trace) -> Trace:
-    """Merge nodes that call the same pure op on the same arguments."""
+    """Merge nodes that call the same pure op on the same arguments, unless the
+    results are written in place or both returned (``_Storages``)."""
     seen: dict[tuple, Node] = {}
     rename: dict[int, Var] = {}
     out: list[Node] = []
     epoch = 0  # bumped by each mutation: reads after it must not reuse earlier results
+    storages: _Storages | None = None
 
     def sub(v: Var) -> Var:
         return rename.get(id(v), v)
@@ -77,6 +131,11 @@ def cse(trace: Trace) -> Trace:
             seen[key] = n
             out.append(n)
             continue
+        if n.op is not SYM:
+            storages = storages or _Storages(trace)
+            if not storages.may_merge(n, prev):
+                out.append(n)
+                continue
         for a, b in zip(n.outputs, prev.outputs):
             rename[id(a)] = b
     output = map_vars(trace.output, sub)

@@ -1,0 +1,96 @@
+"""Common-subexpression elimination merges two calls of the same op on the same
+arguments into one tensor. That is sound only while the caller cannot tell: two
+results written in place (directly or through a view) stay two tensors, and two
+results both returned stay two objects, as eager gives them. Differential: each
+function is traced at one size and run at others against eager, and the returned
+tensors are then mutated to show they do not share memory."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import symshape
+
+
+def written_later(x):
+    a = x + 1
+    b = x + 1
+    a.add_(1)
+    return b
+
+
+def written_through_a_view(x):
+    a = x.sin()
+    b = x.sin()
+    a[1:].mul_(3)
+    return b
+
+
+def two_caches(x):  # StaticCache's lazy init: keys and values, zeros of one shape
+    keys = torch.zeros(x.shape[0], 4)
+    values = torch.zeros(x.shape[0], 4)
+    keys.index_copy_(1, torch.tensor([0]), x[:, :1])
+    values.index_copy_(1, torch.tensor([1]), x[:, 1:2] * 2)
+    return keys + values
+
+
+def written_by_out(x):
+    a = x.exp()
+    b = x.exp()
+    torch.add(x, 1, out=a)
+    return a, b
+
+
+def written_by_a_functional_update(x):
+    a = F.relu(x)
+    b = F.relu(x)
+    F.relu_(a.neg_())
+    return b
+
+
+@pytest.mark.parametrize(
+    "fn", [written_later, written_through_a_view, two_caches, written_by_out,
+           written_by_a_functional_update],
+)  # fmt: skip
+def test_results_written_in_place_are_not_merged(fn):
+    jf = symshape.jit(fn, dynamic=True)
+    for n in (3, 5, 2):
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(jf(x.clone()), fn(x.clone()))
+    assert jf.stats.compiles == 1, jf.stats.recompile_reasons
+
+
+def pair_of_zeros(x):
+    return torch.zeros(x.shape[0]), torch.zeros(x.shape[0])
+
+
+def pair_of_sums(x):
+    return x + 1, x + 1
+
+
+def view_and_result(x):
+    a, b = x * 2, x * 2
+    return a.view(-1), b
+
+
+@pytest.mark.parametrize("fn", [pair_of_zeros, pair_of_sums, view_and_result])
+def test_results_returned_twice_are_distinct_tensors(fn):
+    jf = symshape.jit(fn, dynamic=True)
+    for n in (3, 6):
+        x = torch.randn(n, 2)
+        got, want = jf(x), fn(x)
+        assert (got[0] is got[1]) == (want[0] is want[1]) is False
+        got[0].add_(100)
+        want[0].add_(100)
+        torch.testing.assert_close(got, want)
+
+
+def test_a_result_used_only_inside_is_still_merged():
+    def fn(x):
+        a, b, c = x.sin(), x.sin(), x.sin()
+        return a + b, c
+
+    jf = symshape.jit(fn, dynamic=True)
+    x = torch.randn(5)
+    torch.testing.assert_close(jf(x), fn(x))
+    assert str(jf.traces()[0].computation).count("_sin(") == 1
