@@ -50,6 +50,20 @@ def op_name(func) -> str:
 _fallback: list[Callable] = [lambda func: None]
 
 
+# a Python type where torch takes a dtype (``x.to(int)``, ``dtype=float``) means these
+_PY_DTYPES = {int: torch.int64, float: torch.float64, bool: torch.bool, complex: torch.complex128}
+
+
+def _torch_dtypes(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """``args`` and ``kwargs`` with each Python type torch reads as a dtype replaced
+    by that dtype, so that rules see only ``torch.dtype``s."""
+
+    def conv(a):
+        return _PY_DTYPES.get(a, a) if type(a) is type else a
+
+    return tuple(conv(a) for a in args), {k: conv(v) for k, v in kwargs.items()}
+
+
 def set_fallback(fallback: Callable) -> None:
     _fallback[0] = fallback
 
@@ -76,6 +90,10 @@ class TracingMode(TorchFunctionMode):
                 raise UnsupportedOpError(op_name(func), user_location())
             with self:
                 return inlined(*args, **(kwargs or {}))
+        if any(type(a) is type for a in args) or (
+            kwargs and any(type(v) is type for v in kwargs.values())
+        ):
+            args, kwargs = _torch_dtypes(args, kwargs or {})
         return op.rule(self.ctx, op, *args, **(kwargs or {}))
 
     def __enter__(self):

@@ -48,6 +48,23 @@ def test_cast_methods(fn):
     check(fn, lambda n: (mat(n),), *SHAPES)
 
 
+# a Python type where torch takes a dtype: int is int64, float float64, complex complex128
+PYTHON_TYPES = [
+    lambda x: x.to(int), lambda x: x.to(float), lambda x: x.to(bool), lambda x: x.to(complex),
+    lambda x: x.to(x.device, int), lambda x: x.to(dtype=float),
+    lambda x: x.sum(0, dtype=float), lambda x: x.cumsum(1, dtype=int),
+    lambda x: torch.zeros(x.shape[0], dtype=float) + x.sum(1),
+    lambda x: torch.tensor([-1], dtype=int, device=x.device) + x.shape[0],
+    lambda x: x.new_zeros(2, x.shape[0], dtype=bool), lambda x: torch.full_like(x, 2, dtype=int),
+    lambda x: torch.arange(x.shape[0], dtype=float), lambda x: torch.ones(3, dtype=complex),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("fn", PYTHON_TYPES)
+def test_python_types_as_dtypes(fn):
+    check(fn, lambda n: (mat(n),), *SHAPES)
+
+
 def test_type_string_and_no_op_casts_return_self():
     def f(x, y):
         return x.type(), x.long().type(), y.type(), x.float() is x, x.to(x) is x, x.cpu() is x
