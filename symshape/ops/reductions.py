@@ -219,12 +219,25 @@ def aminmax(ctx, op, input, *, dim=None, keepdim=False):
     return torch.return_types.aminmax(ctx.emit(op, (input,), kwargs, (out, out)))
 
 
+def _bool_argmax_error() -> type | None:
+    """The exception eager's argmax raises for a bool input: RuntimeError up to torch
+    2.14, NotImplementedError from 2.15 (asked of the installed torch, at import)."""
+    try:
+        torch.argmax(torch.zeros(1, dtype=torch.bool))
+    except Exception as e:
+        return type(e)
+    return None
+
+
+_BOOL_ARGMAX_ERROR = _bool_argmax_error()
+
+
 @_numpy_names
 def _argmax(ctx, op, input, dim=None, keepdim=False):
     m = ctx.meta(input)
     _no_complex(op.name, m.dtype)
-    if m.dtype is torch.bool:
-        raise RuntimeError(f"{op.name}(): does not support bool input")
+    if m.dtype is torch.bool and _BOOL_ARGMAX_ERROR is not None:
+        raise _BOOL_ARGMAX_ERROR(f"{op.name}(): does not support bool input")
     if dim is None:
         shape = (1,) * m.ndim if keepdim else ()
         args = (input, None, True) if keepdim else (input,)
