@@ -44,6 +44,8 @@ else:
         mark_static,
     )
     from symshape.jit.api import CacheLimitWarning
+    from symshape.jit.backends import BackendWarning
+    from symshape.jit.cudagraphs import CudaGraphWarning
     from symshape.jit.splits import SplitLimitWarning
     from symshape.jit.vjp import VJP, vjp
     from symshape.ops import supported_ops
@@ -58,9 +60,11 @@ __all__ = [
     "DYNAMIC",
     "STATIC",
     "VJP",
+    "BackendWarning",
     "CacheLimitWarning",
     "CheckError",
     "ConstraintViolationError",
+    "CudaGraphWarning",
     "DataDependentError",
     "Dim",
     "ExportSpecError",

@@ -35,7 +35,7 @@ def dce(trace: Trace) -> Trace:
     )
 
 
-class _Storages:
+class Storages:
     """Which tensors may share memory, and which memory is written in place or
     returned. An op not tagged ``allocates`` may return a view of its tensor
     arguments, so its outputs join their storage; an in-place op writes the
@@ -74,6 +74,10 @@ class _Storages:
             if rb in flags:
                 flags.add(ra)
 
+    def is_written(self, v: Var) -> bool:
+        """Is ``v``'s memory (or a view's of it) written in place?"""
+        return self.find(id(v)) in self.written
+
     def may_merge(self, n: Node, prev: Node) -> bool:
         """May ``n``'s outputs become ``prev``'s? Then they share storage from now on."""
         for a, b in zip(n.outputs, prev.outputs):
@@ -89,12 +93,12 @@ class _Storages:
 
 def cse(trace: Trace) -> Trace:
     """Merge nodes that call the same pure op on the same arguments, unless the
-    results are written in place or both returned (``_Storages``)."""
+    results are written in place or both returned (``Storages``)."""
     seen: dict[tuple, Node] = {}
     rename: dict[int, Var] = {}
     out: list[Node] = []
     epoch = 0  # bumped by each mutation: reads after it must not reuse earlier results
-    storages: _Storages | None = None
+    storages: Storages | None = None
 
     def sub(v: Var) -> Var:
         return rename.get(id(v), v)
@@ -132,7 +136,7 @@ def cse(trace: Trace) -> Trace:
             out.append(n)
             continue
         if n.op is not SYM:
-            storages = storages or _Storages(trace)
+            storages = storages or Storages(trace)
             if not storages.may_merge(n, prev):
                 out.append(n)
                 continue

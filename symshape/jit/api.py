@@ -28,7 +28,7 @@ import torch.utils._pytree as pytree
 from torch import nn
 
 from symshape.ir.codegen import Lazy
-from symshape.jit import backends, splits, wrapping
+from symshape.jit import backends, cudagraphs, splits, wrapping
 from symshape.jit.cache_limit import cache_limit_message, user_stacklevel
 from symshape.jit.outputs import unflatten
 from symshape.jit.policy import Dim, Policy, normalize_dims
@@ -79,6 +79,9 @@ class Stats:
     backend_compiles: int = 0
     backend_seconds: float = 0.0
     backend_phase_ms: dict = field(default_factory=dict)
+    # mode="reduce-overhead" (cudagraphs.py): CUDA graphs captured, and calls they served
+    graphs_captured: int = 0
+    graph_replays: int = 0
     # calls run eagerly because the traced code changed the module tree (construction.py)
     module_changes: int = 0
     phase_ms: dict = field(default_factory=dict)
@@ -275,6 +278,8 @@ class JitFunction:
         fullgraph: bool = False,
         split_limit: int = 8,
         backend="eager",
+        mode: str | None = None,
+        graph_limit: int = 16,
     ):
         self._fn = fn
         self._module = module
@@ -284,13 +289,8 @@ class JitFunction:
         self._limit = cache_limit
         self._fullgraph = fullgraph  # a read of tensor data raises instead of splitting
         self._split_limit = split_limit
-        self._backend = backend
-        be = backends.resolve(backend)
-        self._wrap = (
-            None
-            if be is None
-            else lambda trace, run, boxed: backends.wrap(trace, run, be, self.__name__, self, boxed)
-        )
+        self._backend, self._mode, self._graph_limit = backend, mode, graph_limit
+        self._wrap = self._wrapper(backend, mode, graph_limit, name)
         self._split_warned: set = set()
         self._warned = False
         self.stats = Stats()
@@ -298,6 +298,22 @@ class JitFunction:
         self.__qualname__ = name
         self.__doc__ = getattr(fn, "__doc__", None)
         self.__wrapped__ = fn
+
+    def _wrapper(self, backend, mode, graph_limit: int, name: str):
+        """What each compiled trace is wrapped in (None: nothing): its back end's
+        compile (backends.py), then CUDA graphs of the forward (cudagraphs.py)."""
+        graphed = cudagraphs.validate_mode(mode, backend)
+        be = backends.resolve("eager" if backend == "cudagraphs" else backend)
+        graphs = cudagraphs.Graphs(name, self, graph_limit) if graphed else None
+        if be is None and graphs is None:
+            return None
+
+        def wrap(trace, run, boxed):
+            if be is not None:
+                run = backends.wrap(trace, run, be, self.__name__, self, boxed)
+            return run if graphs is None or boxed else graphs.wrap(trace, run)
+
+        return wrap
 
     def __call__(self, *args, **kwargs):
         if _tracing() is not None:  # called from code being traced: inline it into that trace
@@ -496,6 +512,8 @@ class JitFunction:
             "fullgraph": self._fullgraph,
             "split_limit": self._split_limit,
             "backend": self._backend,
+            "mode": self._mode,
+            "graph_limit": self._graph_limit,
         }
 
     def _wrapper_attrs(self) -> dict:
@@ -603,6 +621,22 @@ class JitModule(nn.Module):
     def forward(self, *args, **kwargs):
         return self(*args, **kwargs)
 
+    def _wrapper(self, backend, mode, graph_limit: int, name: str):
+        """What each compiled trace is wrapped in (None: nothing): its back end's
+        compile (backends.py), then CUDA graphs of the forward (cudagraphs.py)."""
+        graphed = cudagraphs.validate_mode(mode, backend)
+        be = backends.resolve("eager" if backend == "cudagraphs" else backend)
+        graphs = cudagraphs.Graphs(name, self, graph_limit) if graphed else None
+        if be is None and graphs is None:
+            return None
+
+        def wrap(trace, run, boxed):
+            if be is not None:
+                run = backends.wrap(trace, run, be, self.__name__, self, boxed)
+            return run if graphs is None or boxed else graphs.wrap(trace, run)
+
+        return wrap
+
     def __call__(self, *args, **kwargs):
         if _tracing() is not None:  # called from code being traced: the module's own call
             return self._orig_mod(*args, **kwargs)
@@ -693,6 +727,8 @@ def jit(
     fullgraph: bool = False,
     split_limit: int = 8,
     backend="eager",
+    mode: str | None = None,
+    graph_limit: int = 16,
 ):
     """Trace ``fn`` (a function or an ``nn.Module``) into symbolic-shape traces.
 
@@ -712,18 +748,40 @@ def jit(
     kernels), ``"inductor"``, or any torch.compile back end (a name, or a
     callable ``backend(gm, example_inputs) -> callable``), compiled once per
     shape family with its assumptions checked on every call (``jit/backends.py``).
+    ``mode``: ``"reduce-overhead"`` replays each trace as a CUDA graph per call
+    signature, on eager kernels or the back end's (``backend="cudagraphs"`` says
+    the same); at most ``graph_limit`` graphs (``jit/cudagraphs.py``).
     """
+    options = dict(
+        dynamic=dynamic, dims=dims, cache_limit=cache_limit, fullgraph=fullgraph,
+        split_limit=split_limit, backend=backend, mode=mode, graph_limit=graph_limit,
+    )  # fmt: skip
     if fn is None:
-        return functools.partial(
-            jit,
-            dynamic=dynamic,
-            dims=dims,
-            cache_limit=cache_limit,
-            name=name,
-            fullgraph=fullgraph,
-            split_limit=split_limit,
-            backend=backend,
+        return functools.partial(jit, name=name, **options)
+    _check_options(**options)
+    fn = _unwrap(fn)  # jit(jit(f)): f, with these options
+    wrapping.check_traceable(fn, name or getattr(fn, "__name__", type(fn).__name__))
+    if isinstance(fn, nn.Module):
+        from symshape.jit.ddp import is_ddp, jit_ddp
+
+        if is_ddp(fn):  # DDP's forward runs each call; its module is compiled
+            return jit_ddp(fn, name, **options)
+        return JitModule(fn, JitFunction(fn, fn, name=name or type(fn).__name__, **options))
+    method = inspect.ismethod(fn) and isinstance(fn.__self__, nn.Module)
+    if not method and not callable(fn):
+        raise TypeError(
+            f"symshape.jit expects a function or an nn.Module, found {type(fn).__name__}"
         )
+    # model.forward = symshape.jit(model.forward): the module's parameters and buffers
+    # are inputs read on every call, its state is guarded, as for jit(model)
+    label = name or getattr(fn, "__qualname__" if method else "__name__", "fn")
+    jf = JitFunction(fn, fn.__self__ if method else None, name=label, **options)
+    functools.update_wrapper(jf, fn, updated=())
+    return jf
+
+
+def _check_options(*, dynamic, cache_limit, split_limit, fullgraph, mode, backend,
+                   graph_limit, **_) -> None:  # fmt: skip
     if dynamic not in (None, True, False):
         raise TypeError(f"dynamic must be None, True or False, found {dynamic!r}")
     if not isinstance(cache_limit, int) or cache_limit < 1:
@@ -732,46 +790,9 @@ def jit(
         raise ValueError(f"split_limit must be a positive int, found {split_limit!r}")
     if not isinstance(fullgraph, bool):
         raise TypeError(f"fullgraph must be True or False, found {fullgraph!r}")
-    fn = _unwrap(fn)  # jit(jit(f)): f, with these options
-    wrapping.check_traceable(fn, name or getattr(fn, "__name__", type(fn).__name__))
-    if isinstance(fn, nn.Module):
-        from symshape.jit.ddp import is_ddp, jit_ddp
-
-        if is_ddp(fn):  # DDP's forward runs each call; its module is compiled
-            return jit_ddp(fn, name, dynamic=dynamic, dims=dims, cache_limit=cache_limit,
-                           fullgraph=fullgraph, split_limit=split_limit)  # fmt: skip
-        jf = JitFunction(
-            fn,
-            fn,
-            dynamic=dynamic,
-            dims=dims,
-            cache_limit=cache_limit,
-            name=name or type(fn).__name__,
-            fullgraph=fullgraph,
-            split_limit=split_limit,
-            backend=backend,
-        )
-        return JitModule(fn, jf)
-    method = inspect.ismethod(fn) and isinstance(fn.__self__, nn.Module)
-    if not method and not callable(fn):
-        raise TypeError(
-            f"symshape.jit expects a function or an nn.Module, found {type(fn).__name__}"
-        )
-    # model.forward = symshape.jit(model.forward): the module's parameters and buffers
-    # are inputs read on every call, its state is guarded, as for jit(model)
-    jf = JitFunction(
-        fn,
-        fn.__self__ if method else None,
-        dynamic=dynamic,
-        dims=dims,
-        cache_limit=cache_limit,
-        name=name or getattr(fn, "__qualname__" if method else "__name__", "fn"),
-        fullgraph=fullgraph,
-        split_limit=split_limit,
-        backend=backend,
-    )
-    functools.update_wrapper(jf, fn, updated=())
-    return jf
+    if not isinstance(graph_limit, int) or graph_limit < 1:
+        raise ValueError(f"graph_limit must be a positive int, found {graph_limit!r}")
+    cudagraphs.validate_mode(mode, backend)
 
 
 __all__ = ["Dim", "InputSpecError", "JitFunction", "JitModule", "Stats", "TraceEntry", "jit"]

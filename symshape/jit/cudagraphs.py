@@ -1,0 +1,329 @@
+"""CUDA graphs: ``symshape.jit(fn, mode="reduce-overhead")``.
+
+Decoding is launch-bound: each token runs a few hundred small kernels, each
+paying Python and launch costs. A CUDA graph records a trace's kernels once and
+replays them with one launch. A trace suits capture: its shapes are fixed per
+call signature and the Python state it read is guarded by its prologue, so the
+prologue still decides which trace runs, and this module which graph of it.
+
+Per trace (``Graphed``), per *signature* of a call (each tensor argument's
+sizes, strides, dtype and device; each other argument's value): the first call
+runs the trace as usual (the warm-up, as torch.compile's CUDA graphs do), the
+second captures it, and later calls replay it. At capture:
+
+- a tensor argument whose memory is the same as at the warm-up (a parameter, a
+  buffer, a KV cache written in place) is used where it is: a *static
+  address*, checked before each replay (moved: the graph is captured again);
+- any other tensor argument is copied into a buffer the graph reads; if the
+  trace writes it in place, the buffer is copied back after each replay;
+- outputs the graph owns are copied out on every replay, so an output the
+  caller holds is never overwritten by a later replay; an output that is (a
+  view of) an argument is returned as that argument's memory, as eager does.
+
+Graphs of one function share one memory pool. Their number is bounded
+(``limit``, 16 by default): past it, calls of a new signature run the trace
+without a graph, with one ``CudaGraphWarning`` naming the size that kept
+changing. A trace that cannot be captured (a tensor off the GPU, an op that
+synchronizes) runs without a graph, with the reason logged once. Without CUDA
+the mode runs the traces and says so once. ``Stats.graphs_captured`` and
+``Stats.graph_replays`` count; the ``symshape`` logger says when and why a
+graph was captured.
+
+The capture itself is ``Capture`` (``torch.cuda.CUDAGraph``); the tests replace
+it to check this bookkeeping on a machine without a GPU.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Callable
+
+import torch
+
+from symshape.ir import TensorMeta, Trace
+from symshape.ir.passes import Storages
+from symshape.jit.cache_limit import user_stacklevel
+
+log = logging.getLogger("symshape")
+
+MODES = (None, "default", "reduce-overhead")
+
+
+class CudaGraphWarning(UserWarning):
+    """``mode="reduce-overhead"`` runs some calls without a CUDA graph."""
+
+
+class Capture:
+    """Records ``fn(*args)`` as a CUDA graph in ``pool``; ``replay()`` runs it again."""
+
+    device_type = "cuda"
+
+    def __init__(self):
+        self.pool = None
+
+    def available(self) -> bool:
+        return torch.cuda.is_available()
+
+    def record(self, fn: Callable, args: list) -> tuple[Callable, object]:
+        """Capture ``fn(*args)``: returns ``(replay, outputs)``; the outputs are the
+        graph's own memory, written by every replay (capture runs no kernel)."""
+        if self.pool is None:
+            self.pool = torch.cuda.graph_pool_handle()
+        graph = torch.cuda.CUDAGraph()
+        torch.cuda.synchronize()
+        with torch.cuda.graph(graph, pool=self.pool):
+            out = fn(*args)
+        return graph.replay, out
+
+
+def validate_mode(mode, backend) -> bool:
+    """Does ``mode`` (and ``backend="cudagraphs"``, torch.compile's name) ask for CUDA graphs?"""
+    if mode not in MODES:
+        raise ValueError(
+            f"mode must be None, 'default' or 'reduce-overhead' (CUDA graphs), found {mode!r}"
+        )
+    return mode == "reduce-overhead" or backend == "cudagraphs"
+
+
+class Graphs:
+    """One jit function's CUDA graphs: their pool, their count and its bound."""
+
+    def __init__(self, name: str, owner, limit: int = 16, capture: Capture | None = None):
+        self.name = name
+        self.owner = owner  # the JitFunction whose stats count captures and replays
+        self.limit = limit
+        self.capture = capture or Capture()
+        self.count = 0
+        self.warned: set[str] = set()
+
+    def wrap(self, trace: Trace, run: Callable) -> Callable:
+        return Graphed(trace, run, self)
+
+    def warn_once(self, what: str, message: str) -> None:
+        """One ``CudaGraphWarning`` per cause, at the user's line (and the log's copy)."""
+        if what in self.warned:
+            return
+        self.warned.add(what)
+        text = f"symshape.jit({self.name}): {message}"
+        warnings.warn(text, CudaGraphWarning, stacklevel=user_stacklevel())
+        log.info(text)
+
+
+class _Entry:
+    """One captured graph: which arguments it reads where, and its outputs."""
+
+    def __init__(self, replay, out, static_args, copied, written, static_ptrs):
+        self.replay = replay
+        self.out = out
+        self.static_args = static_args  # what the graph reads: buffers and static addresses
+        self.copied = copied  # argument indices copied into a buffer before each replay
+        self.written = written  # copied arguments the trace writes: copied back after
+        self.static_ptrs = static_ptrs  # index -> data_ptr of each static address
+
+
+class Graphed:
+    """A trace's run, served by CUDA graphs per call signature (see the module doc)."""
+
+    def __init__(self, trace: Trace, run: Callable, graphs: Graphs):
+        self.trace = trace
+        self.run = run
+        self.graphs = graphs
+        self.entries: dict[tuple, _Entry] = {}
+        self.warm: dict[tuple, list] = {}  # signature -> data_ptrs seen at its warm-up
+        self.reason = _unfit(trace, graphs.capture.device_type)
+        self.written = _written_inputs(trace) if self.reason is None else set()
+
+    def __call__(self, *args):
+        if not self.graphs.capture.available():
+            self.graphs.warn_once("unavailable", "mode='reduce-overhead' needs CUDA, which this "
+                                  "machine lacks: the traces run without CUDA graphs")  # fmt: skip
+            return self.run(*args)
+        if self.reason is not None:
+            self.graphs.warn_once(self.reason, f"runs {self.trace.name} without CUDA graphs: "
+                                  f"{self.reason}")  # fmt: skip
+            return self.run(*args)
+        key = _signature(args)
+        entry = self.entries.get(key)
+        if entry is not None and _same_addresses(entry, args):
+            return self._replay(entry, args)
+        if entry is not None:  # a static address moved: capture again
+            del self.entries[key]
+            self.graphs.count -= 1
+            self.warm[key] = _pointers(args)
+            return self.run(*args)
+        seen = self.warm.get(key)
+        if seen is None:
+            self.warm[key] = _pointers(args)
+            return self.run(*args)
+        if self.graphs.count >= self.graphs.limit:
+            self._warn_limit(key)
+            return self.run(*args)
+        entry = self._capture(args, seen)
+        if entry is None:
+            return self.run(*args)
+        return self._replay(entry, args)
+
+    def _capture(self, args, seen: list) -> _Entry | None:
+        now = _pointers(args)
+        static_args, copied, ptrs = [], [], {}
+        for i, a in enumerate(args):
+            if not isinstance(a, torch.Tensor):
+                static_args.append(a)
+            elif now[i] == seen[i]:
+                static_args.append(a)
+                ptrs[i] = now[i]
+            else:
+                buf = torch.empty_strided(a.size(), a.stride(), dtype=a.dtype, device=a.device)
+                static_args.append(buf)
+                copied.append(i)
+        for i in copied:
+            static_args[i].copy_(args[i])
+        try:
+            replay, out = self.graphs.capture.record(self.run, static_args)
+        except Exception as e:  # an op capture refuses (a synchronization, a CPU tensor)
+            self.reason = f"capturing it failed ({type(e).__name__}: {str(e).splitlines()[0]})"
+            self.graphs.warn_once(self.reason, f"runs {self.trace.name} without CUDA graphs: "
+                                  f"{self.reason}")  # fmt: skip
+            return None
+        shared = _shared_outputs(out, static_args, copied)
+        if shared is not None:
+            self.reason = shared
+            self.graphs.warn_once(shared, f"runs {self.trace.name} without CUDA graphs: {shared}")
+            return None
+        written = [i for i in copied if i in self.written]
+        entry = _Entry(replay, out, static_args, copied, written, ptrs)
+        self.entries[_signature(args)] = entry
+        self.graphs.count += 1
+        if self.graphs.owner is not None:
+            self.graphs.owner.stats.graphs_captured += 1
+        log.info(
+            "symshape: %s: captured a CUDA graph of %s at the second call with %s "
+            "(%d arguments copied in, %d read in place; graph %d of at most %d)",
+            self.graphs.name, self.trace.name, _describe(args), len(copied),
+            len(ptrs), self.graphs.count, self.graphs.limit,
+        )  # fmt: skip
+        return entry
+
+    def _replay(self, entry: _Entry, args):
+        for i in entry.copied:
+            entry.static_args[i].copy_(args[i])
+        entry.replay()
+        for i in entry.written:
+            args[i].copy_(entry.static_args[i])
+        if self.graphs.owner is not None:
+            self.graphs.owner.stats.graph_replays += 1
+        return _copy_out(entry.out, entry, args)
+
+    def _warn_limit(self, key: tuple) -> None:
+        changing = _changing(key, list(self.entries), self.trace)
+        self.graphs.warn_once(
+            "limit",
+            f"{self.graphs.limit} CUDA graphs captured (mode='reduce-overhead'); calls with "
+            f"new sizes run without one. {changing}. Fix: pad that size to a few values "
+            "(a static KV cache: cache_implementation='static'), or raise the bound: "
+            "symshape.jit(..., mode='reduce-overhead', graph_limit=N)",
+        )
+
+
+def _unfit(trace: Trace, device_type: str) -> str | None:
+    """Why ``trace`` cannot be a CUDA graph on ``device_type``, or None."""
+    for v in trace.inputs:
+        if isinstance(v.meta, TensorMeta) and v.meta.device.type != device_type:
+            return f"input {v.name} is on {v.meta.device}"
+    for n in trace.nodes:
+        for v in n.outputs:
+            if isinstance(v.meta, TensorMeta) and v.meta.device.type != device_type:
+                return f"{v.name} ({n.op}, {n.where}) is made on {v.meta.device}"
+    return None
+
+
+def _written_inputs(trace: Trace) -> set[int]:
+    """Indices of the inputs whose memory the trace writes in place."""
+    storages = Storages(trace)
+    return {i for i, v in enumerate(trace.inputs) if storages.is_written(v)}
+
+
+def _signature(args) -> tuple:
+    out = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            out.append((tuple(a.shape), a.stride(), a.dtype, a.device, a.storage_offset()))
+        else:
+            out.append((type(a), a))
+    return tuple(out)
+
+
+def _pointers(args) -> list:
+    return [a.data_ptr() if isinstance(a, torch.Tensor) else None for a in args]
+
+
+def _same_addresses(entry: _Entry, args) -> bool:
+    return all(args[i].data_ptr() == p for i, p in entry.static_ptrs.items())
+
+
+def _shared_outputs(out, static_args, copied) -> str | None:
+    """Why the outputs cannot be copied out one by one: two share the graph's memory."""
+    mine: dict[int, int] = {}
+    buffers = {static_args[i].untyped_storage().data_ptr() for i in copied}
+    for k, t in enumerate(_tensors(out)):
+        p = t.untyped_storage().data_ptr()
+        if p in buffers:
+            continue
+        if p in mine:
+            return f"outputs {mine[p]} and {k} share memory (a view of another output)"
+        mine[p] = k
+    return None
+
+
+def _tensors(out) -> list:
+    from torch.utils._pytree import tree_leaves
+
+    return [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
+
+
+def _copy_out(out, entry: _Entry, args):
+    """``out`` with each tensor the graph owns copied, and each view of a copied
+    argument's buffer made on the argument itself."""
+    from torch.utils._pytree import tree_map
+
+    buffers = {entry.static_args[i].untyped_storage().data_ptr(): i for i in entry.copied}
+
+    def one(t):
+        if not isinstance(t, torch.Tensor):
+            return t
+        i = buffers.get(t.untyped_storage().data_ptr())
+        if i is not None:  # a view of argument i: the same view of the caller's tensor
+            a = args[i]
+            return a.as_strided(t.size(), t.stride(), a.storage_offset() + t.storage_offset())
+        if any(t.untyped_storage().data_ptr() == args[j].untyped_storage().data_ptr()
+               for j in entry.static_ptrs):  # fmt: skip
+            return t  # the caller's own memory (a static address)
+        return t.clone()
+
+    return tree_map(one, out)
+
+
+def _describe(args) -> str:
+    sizes = [f"[{', '.join(map(str, a.shape))}]" for a in args if isinstance(a, torch.Tensor)]
+    return "sizes " + " ".join(sizes[:6]) + (" ..." if len(sizes) > 6 else "")
+
+
+def _changing(key: tuple, others: list, trace: Trace) -> str:
+    """Which argument's size differs most often between ``key`` and the captured ones."""
+    counts: dict[str, int] = {}
+    for other in others:
+        for v, a, b in zip(trace.inputs, key, other):
+            if a == b:
+                continue
+            if isinstance(v.meta, TensorMeta) and a[0] != b[0]:
+                for d, (x, y) in enumerate(zip(a[0], b[0])):
+                    if x != y:
+                        label = f"{v.name}.size({d})"
+                        counts[label] = counts.get(label, 0) + 1
+            else:
+                counts[v.name] = counts.get(v.name, 0) + 1
+    if not counts:
+        return "The signatures differ in strides or memory"
+    label = max(counts, key=counts.get)
+    return f"The size that keeps changing: {label}"
