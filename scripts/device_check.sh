@@ -2,7 +2,8 @@
 # The checks to run on a machine with a CUDA GPU, in one go, in at most 8 minutes:
 # the differential op tests against eager on the GPU, then GPT-2 (124M) forward,
 # greedy decode and a training step through eager, symshape, symshape with
-# Inductor (Triton) and torch.compile. Each step is bounded and logged; a failing
+# Inductor (Triton) and torch.compile (STEPS="tests decode": static-cache decode with
+# CUDA graphs instead of GPT-2's table). Each step is bounded and logged; a failing
 # step does not stop the next. It ends with one report: the CUDA test counts and
 # failures, and the GPT-2 table. Logs and report go to $OUT (default ./device-logs).
 #
@@ -31,10 +32,19 @@ step() {  # step NAME SECONDS COMMAND...: its log in $OUT/NAME.log, its rc in th
 : >"$OUT/steps.txt"
 step env 60 $PY -c "import sys, torch, transformers; print(sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0), 'transformers', transformers.__version__); import symshape; print('symshape imports')"
 WORKERS=$($PY -c "import xdist" 2>/dev/null && echo "-n ${WORKERS:-8}")
-step tests_cuda "${TESTS_SECONDS:-170}" env SYMSHAPE_TEST_DEVICE=cuda $PY -m pytest tests/ops \
-    tests/jit/test_default_device.py tests/jit/test_backends.py $WORKERS -q -p no:cacheprovider \
-    -o addopts="-m 'not slow'" -rfE --no-header --junitxml="$OUT/tests_cuda.xml"
-step gpt2 "${BENCH_SECONDS:-250}" $PY benchmarks/bench_device.py --device cuda --budget "${BUDGET:-190}"
+STEPS=${STEPS:-tests gpt2}  # also: decode (benchmarks/bench_decode.py, CUDA graphs)
+case " $STEPS " in *" tests "*)
+    step tests_cuda "${TESTS_SECONDS:-170}" env SYMSHAPE_TEST_DEVICE=cuda $PY -m pytest tests/ops \
+        tests/jit/test_default_device.py tests/jit/test_backends.py tests/jit/test_cudagraphs.py \
+        $WORKERS -q -p no:cacheprovider -o addopts="-m 'not slow'" -rfE --no-header \
+        --junitxml="$OUT/tests_cuda.xml" ;;
+esac
+case " $STEPS " in *" gpt2 "*)
+    step gpt2 "${BENCH_SECONDS:-250}" $PY benchmarks/bench_device.py --device cuda --budget "${BUDGET:-190}" ;;
+esac
+case " $STEPS " in *" decode "*)
+    step decode "${DECODE_SECONDS:-300}" $PY benchmarks/bench_decode.py --device cuda --budget "${DECODE_BUDGET:-240}" ;;
+esac
 
 {
     echo "# device check"
@@ -62,6 +72,10 @@ for case in suite.iter("testcase"):
         print(f"- FAILED {case.get('classname')}::{case.get('name')}: {msg}")
 PYEOF
     echo
-    grep -E '^(GPT-2|\||[0-9]+ s in all)' "$OUT/gpt2.log" || tail -n 5 "$OUT/gpt2.log"
+    for log in gpt2 decode; do
+        [ -f "$OUT/$log.log" ] || continue
+        grep -E '^(GPT-2|greedy|\||[0-9]+ s in all)' "$OUT/$log.log" || tail -n 5 "$OUT/$log.log"
+        echo
+    done
 } >"$OUT/report.md"
 cat "$OUT/report.md"
