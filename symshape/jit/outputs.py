@@ -51,6 +51,9 @@ def flatten(x, is_leaf=None, refs=None, fresh: bool = False) -> tuple[list, tupl
             if not any(isinstance(v, _TRACED) for v in (x.start, x.stop, x.step)):
                 return ("const", x)
             return ("call", t, [walk(x.start), walk(x.stop), walk(x.step)])
+        if t is TensorProxy and getattr(x, "_is_param", False):
+            leaves.append(x)  # nn.Parameter(t) made in the trace: a Parameter, as in eager
+            return ("param",)
         if (
             isinstance(x, _TRACED)
             or t in _SCALARS
@@ -72,7 +75,11 @@ def flatten(x, is_leaf=None, refs=None, fresh: bool = False) -> tuple[list, tupl
             return ("pytree", t, context, [walk(c) for c in children])
         if not (fresh and _rebuildable(x)) and not holds_traced(x):
             return ("const", x)
-        return ("object", t, [(k, walk(v)) for k, v in _attributes(x)])
+        attributes = [(k, walk(v)) for k, v in _attributes(x)]
+        if isinstance(x, dict):  # a dict subclass (an OrderedDict's, ModelOutput's pattern)
+            items = [walk(v) for v in x.values()]
+            return ("mapping", t, list(x), items, attributes, getattr(x, "default_factory", None))
+        return ("object", t, attributes)
 
     spec = walk(x)
     return leaves, spec
@@ -111,6 +118,9 @@ def _build(s, it, objects):
     kind = s[0]
     if kind == "leaf":
         return next(it)
+    if kind == "param":
+        v = next(it)  # a parameter passed in comes back as itself
+        return v if isinstance(v, torch.nn.Parameter) else torch.nn.Parameter(v, v.requires_grad)
     if kind == "ref":
         return objects[s[1]]
     if kind == "call":
@@ -129,9 +139,27 @@ def _build(s, it, objects):
         return pytree.SUPPORTED_NODES[s[1]].unflatten_fn(children, s[2])
     if kind == "const":
         return s[1]
+    if kind == "mapping":
+        return _mapping(s, it, objects)
     obj = object.__new__(s[1])
     for k, c in s[2]:
         object.__setattr__(obj, k, _build(c, it, objects))
+    return obj
+
+
+def _mapping(s, it, objects):
+    """A dict subclass made as unpickling makes one: ``cls.__new__``, then its items
+    through the built-in base's ``__setitem__`` (not an override's), then its
+    attributes, no ``__init__``."""
+    cls, keys, items, attributes, factory = s[1:]
+    obj = cls.__new__(cls)
+    base = next(b for b in cls.__mro__ if b.__module__ in ("builtins", "collections"))
+    for k, c in zip(keys, items):
+        base.__setitem__(obj, k, _build(c, it, objects))
+    for k, c in attributes:
+        object.__setattr__(obj, k, _build(c, it, objects))
+    if factory is not None:
+        obj.default_factory = factory
     return obj
 
 

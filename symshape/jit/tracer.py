@@ -440,7 +440,24 @@ def with_backward(env, trace: Trace, run, grad: _Grad, name: str, backend=None):
         [trace.inputs.index(v) for v in grad.inputs],
         len(trace.inputs),
     )
-    return fn.apply, backward
+    return _passing_inputs_through(fn.apply, trace, grad.n_out), backward
+
+
+def _passing_inputs_through(apply, trace: Trace, n_out: int):
+    """``apply`` returning each output that is an input as the caller's object
+    itself, as eager does (autograd.Function would return a new tensor)."""
+    where = {id(v): k for k, v in enumerate(trace.inputs)}
+    pairs = [(i, where[id(v)]) for i, v in enumerate(trace.output[:n_out]) if id(v) in where]
+    if not pairs:
+        return apply
+
+    def run(*args):
+        out = list(apply(*args))
+        for i, k in pairs:
+            out[i] = args[k]
+        return tuple(out)
+
+    return run
 
 
 def path_inputs(ctx, b: Builder, used: set, all_sizes: bool = False) -> list:

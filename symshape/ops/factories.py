@@ -30,11 +30,12 @@ from symshape.ops._helpers import (
 )
 from symshape.ops.casts import device_arg, format_strides
 from symshape.ops.inplace import update
-from symshape.ops.registry import register, tensor_method
+from symshape.ops.registry import BY_NAME, register, tensor_method
 from symshape.ops.views import show
 from symshape.sym import expr as E
 from symshape.sym import logic as L
 from symshape.trace import symfloat as SF
+from symshape.trace.errors import TracingError
 
 _SIZED = ("dtype", "layout", "device", "requires_grad", "pin_memory")
 _OPTIONS = (*_SIZED, "memory_format")  # empty and *_like also take a memory format
@@ -381,6 +382,15 @@ def _scan(data, dim: int = 0):
     raise TypeError(f"Could not infer dtype of {type(data).__name__}")
 
 
+def _ranges_as_lists(data):
+    """``data`` with each ``range`` in it a list, as eager reads any sequence."""
+    if type(data) is range:
+        return list(data)
+    if isinstance(data, (list, tuple)) and any(isinstance(d, (range, list, tuple)) for d in data):
+        return [_ranges_as_lists(d) for d in data]
+    return data
+
+
 def _data_dtype(kind) -> torch.dtype:
     default = torch.get_default_dtype()
     return {"bool": torch.bool, "int": torch.int64, "complex": _complex_of(default)}.get(
@@ -397,6 +407,7 @@ def _tensor_from(ctx, op, data, dtype, device, options, emit_args=()):
     if _ndarray(data):  # made in Python at trace time: its values are a constant of the trace
         dtype = torch.from_numpy(data.reshape(-1)[:0]).dtype  # eager's dtype for it
         data, options = data.tolist(), {"dtype": dtype, **options}
+    data = _ranges_as_lists(data)
     if is_tensor(data):  # a copy, as eager does (with a warning)
         m = ctx.meta(data)
         dtype, device, rg, _, kw = _options(op, options, m.dtype, m.device)
@@ -475,6 +486,29 @@ def new_tensor(ctx, op, input, data, **options):
         dtype, device, rg, _, kw = _options(op, options, m.dtype, m.device)
         return ctx.emit(op, (input, data), kw, _meta(ctx, d.shape, dtype, device, rg))
     return _tensor_from(ctx, op, data, m.dtype, m.device, options, emit_args=(input,))
+
+
+@register("new", "torch.Tensor.new")
+def new(ctx, op, input, *args, **options):
+    """The legacy constructor: ``x.new(2, 3)`` and ``x.new(t.size())`` are
+    ``x.new_empty(sizes)``; ``x.new([1.5, 2])`` is ``x.new_tensor(data)``; ``x.new()``
+    is empty. It takes only ``device=`` besides."""
+    if set(options) - {"device"}:
+        raise TypeError(
+            f"new() got an unexpected keyword argument '{next(iter(set(options) - {'device'}))}'"
+        )
+    if len(args) == 1 and is_tensor(args[0]):
+        raise TracingError(
+            "x.new(t) returns a tensor sharing t's memory, which symshape does not trace. "
+            "Fix: use t itself, t.view_as(t) or t.clone()."
+        )
+    sized = all(isinstance(a, (int, torch.SymInt)) for a in args)
+    if sized or (len(args) == 1 and type(args[0]) is torch.Size):
+        shape = args if sized and args else args[0] if args else (0,)
+        return BY_NAME["new_empty"].rule(ctx, BY_NAME["new_empty"], input, tuple(shape), **options)
+    if len(args) != 1:
+        raise TypeError(f"new() takes sizes or one sequence of data, found {len(args)} arguments")
+    return BY_NAME["new_tensor"].rule(ctx, BY_NAME["new_tensor"], input, args[0], **options)
 
 
 # -- triangles -----------------------------------------------------------------------------------

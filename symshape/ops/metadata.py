@@ -22,10 +22,16 @@ from symshape.trace.errors import TracingError
 
 def _getter(name: str, fn, *targets):
     """Register a rule that returns a value without emitting anything."""
-    op = OpDef(
-        f"get_{name}", f"torch.Tensor.{name}", None, lambda ctx, op, *a, **k: fn(ctx, *a, **k)
-    )
-    return define(op, targets)
+
+    def rule(ctx, op, *a, **k):
+        if not a:  # torch.is_floating_point(input=t), Tensor.dim(self=t)
+            for key in ("input", "self"):
+                if key in k:
+                    a = (k.pop(key),)
+                    break
+        return fn(ctx, *a, **k)
+
+    return define(OpDef(f"get_{name}", f"torch.Tensor.{name}", None, rule), targets)
 
 
 def _shape(ctx, t):

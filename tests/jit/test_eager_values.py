@@ -1,0 +1,119 @@
+"""Values a traced call returns are eager's, object for object: causes found by
+running PyTorch's own dynamo test programs through symshape.jit (issue 31).
+Each traced at one size and run at others against eager."""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+import torch
+from torch import nn
+
+import symshape
+
+SIZES = (3, 5, 2)
+
+
+def same(got, want):
+    assert type(got) is type(want), (type(got), type(want))
+    if isinstance(want, torch.Tensor):
+        assert got.shape == want.shape and got.dtype == want.dtype
+        assert got.requires_grad == want.requires_grad
+        torch.testing.assert_close(got, want)
+    elif isinstance(want, dict):
+        assert list(got) == list(want)
+        for k in want:
+            same(got[k], want[k])
+    elif isinstance(want, (tuple, list)):
+        assert len(got) == len(want)
+        for a, b in zip(got, want):
+            same(a, b)
+    else:
+        assert got == want
+
+
+def check(fn, make, **kw):
+    jf = symshape.jit(fn, dynamic=True, **kw)
+    for n in SIZES:
+        args = make(n)
+        same(jf(*args), fn(*args))
+    return jf
+
+
+# 1. Tensor.new, the legacy constructor: sizes (a torch.Size too) or data
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x, t: x.new(t.size()).shape, lambda x, t: x.new(2, x.shape[0]).shape,
+        lambda x, t: x.new().shape, lambda x, t: x.new([1.5, 2]) * x.shape[0],
+        lambda x, t: x.new((2, 3)), lambda x, t: x.long().new([1.5]),
+    ],
+)  # fmt: skip
+def test_tensor_new_takes_sizes_or_data(fn):
+    check(fn, lambda n: (torch.randn(n, 2), torch.randn(n + 1, 4)))
+
+
+# 2. and 17. dict subclasses: ModelOutput's pattern (an item also an attribute), OrderedDicts
+class Output(dict):
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        for k, v in kw.items():
+            setattr(self, k, v)
+
+
+class Ordered(collections.OrderedDict):
+    pass
+
+
+def test_a_dict_subclass_holding_a_tensor_as_item_and_attribute():
+    def fn(x):
+        return Output(a=x * 2, n=x.shape[0])
+
+    jf = symshape.jit(fn)  # automatic: static, then the size becomes dynamic
+    for n in (3, 4, 5, 6):
+        x = torch.randn(n)
+        out = jf(x)
+        same(out, fn(x))
+        assert out.a is out["a"] and out.n == n
+
+
+def test_ordered_and_default_dict_subclasses_come_back_as_themselves():
+    class Default(collections.defaultdict):
+        pass
+
+    def fn(x):
+        d = Default(list)
+        d["a"] = x + 1
+        return Ordered(a=x + 1, b=Ordered(c=x * 3)), d
+
+    jf = check(fn, lambda n: (torch.randn(n),))
+    d = jf(torch.randn(2))[1]
+    assert d.default_factory is list and d["missing"] == []
+
+
+# 3. nn.Parameter made in the trace, and inputs returned as themselves
+def test_a_parameter_made_inside_is_a_parameter():
+    check(lambda x: (nn.Parameter(x * 2), [nn.Parameter(x, requires_grad=False)]),
+          lambda n: (torch.randn(n),))  # fmt: skip
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_an_input_returned_is_the_callers_object(grad):
+    jf = symshape.jit(lambda w, y: (w, w * y, y), dynamic=True)
+    w = nn.Parameter(torch.ones(3)) if grad else torch.ones(3)
+    y = torch.randn(3)
+    out = jf(w, y)
+    assert out[0] is w and out[2] is y
+    m = nn.Linear(2, 2)
+    assert symshape.jit(lambda m: m.weight)(m) is m.weight
+
+
+# 18. and 19.
+def test_a_tensor_from_a_range_and_keyword_inputs_of_queries():
+    check(lambda x: torch.tensor(range(x.shape[0])) + x, lambda n: (torch.randn(n),))
+    check(lambda x: torch.tensor([range(2), range(2)]) * x.shape[0], lambda n: (torch.randn(n),))
+    check(
+        lambda x: (torch.is_floating_point(input=x), torch.is_complex(input=x)),
+        lambda n: (torch.randn(n),),
+    )
