@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import operator
 import re
 import threading
@@ -523,6 +524,10 @@ class TraceContext:
                     return self.read("bool", (v,), bool, f"`{a.value} {fn.__name__} {b.value}`")
                 raise self._opaque_error(n.value, "a comparison needs the value of")
         ra, rb = self.as_ratio(a), self.as_ratio(b)
+        if a.kind != "float" or b.kind != "float":  # Python compares an int and a float exactly
+            ra, rb = F.exact_ratio(ra), F.exact_ratio(rb)
+            if type(ra) is float or type(rb) is float:  # inf or nan: as any finite int would
+                return _PY_CMP[build](*(r if type(r) is float else 0.0 for r in (ra, rb)))
         if isinstance(ra, F.Ratio) and isinstance(rb, F.Ratio) and ra.exact and rb.exact:
             return build(E.mul(ra.num, rb.den), E.mul(rb.num, ra.den))  # dens are positive
         x, y = self.concrete_float(a), self.concrete_float(b)
@@ -535,14 +540,9 @@ class TraceContext:
             known = self._opaque_value(node.value)
             if known is None:
                 raise self._opaque_error(node.value, f"`{mode}` needs the value of")
-            import math
-
-            return {"floor": math.floor, "ceil": math.ceil, "trunc": math.trunc}[mode](known)
-        r = self.as_ratio(node)
+        r = known if isinstance(node.value, F.Opaque) else self.as_ratio(node)
         if not isinstance(r, F.Ratio):
-            import math
-
-            return {"floor": math.floor, "ceil": math.ceil, "trunc": math.trunc}[mode](r)
+            return getattr(math, mode)(r)
         num, den = r.num, r.den
         if type(den) is not int and not self.guard(L.gt(den, 0)):
             num, den = E.neg(num), E.neg(den)

@@ -40,6 +40,15 @@ def _pow2(n) -> bool:
     return type(n) is int and n > 0 and n & (n - 1) == 0
 
 
+def exact_ratio(r):
+    """A float constant as its exact ratio (``float.as_integer_ratio``); inf and
+    nan stay floats; anything else as it is."""
+    if type(r) is float and r - r == 0.0:  # finite
+        p, q = r.as_integer_ratio()
+        return Ratio(p, q, True)
+    return r
+
+
 def ratio(num, den) -> Ratio:
     """``num / den`` for symbolic ints (den != 0 is the caller's to check)."""
     if type(den) is int and den < 0:

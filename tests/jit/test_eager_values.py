@@ -117,3 +117,16 @@ def test_a_tensor_from_a_range_and_keyword_inputs_of_queries():
         lambda x: (torch.is_floating_point(input=x), torch.is_complex(input=x)),
         lambda n: (torch.randn(n),),
     )
+
+
+# 25. an int compared with a float, as Python compares them: exactly
+def test_ints_above_two_to_the_53_compare_with_floats_exactly():
+    import math
+
+    def fn(x, n):
+        return (x + (n == float(n)) + (n > 2.0**53) + (n < 2.5) + (n < math.inf)
+                + (n != math.nan) + (n >= 9007199254740996.0))  # fmt: skip
+
+    jf = symshape.jit(fn)  # the int becomes dynamic at its second value
+    for n in (2**53 + 1, 2**53 + 3, 5, 2**53 + 4, -(2**60), 2):
+        same(jf(torch.zeros(1), n), fn(torch.zeros(1), n))
