@@ -621,22 +621,6 @@ class JitModule(nn.Module):
     def forward(self, *args, **kwargs):
         return self(*args, **kwargs)
 
-    def _wrapper(self, backend, mode, graph_limit: int, name: str):
-        """What each compiled trace is wrapped in (None: nothing): its back end's
-        compile (backends.py), then CUDA graphs of the forward (cudagraphs.py)."""
-        graphed = cudagraphs.validate_mode(mode, backend)
-        be = backends.resolve("eager" if backend == "cudagraphs" else backend)
-        graphs = cudagraphs.Graphs(name, self, graph_limit) if graphed else None
-        if be is None and graphs is None:
-            return None
-
-        def wrap(trace, run, boxed):
-            if be is not None:
-                run = backends.wrap(trace, run, be, self.__name__, self, boxed)
-            return run if graphs is None or boxed else graphs.wrap(trace, run)
-
-        return wrap
-
     def __call__(self, *args, **kwargs):
         if _tracing() is not None:  # called from code being traced: the module's own call
             return self._orig_mod(*args, **kwargs)
@@ -678,6 +662,26 @@ class JitModule(nn.Module):
         if inspect.ismethod(value) and value.__self__ is orig and name != "forward":
             return wrapping.delegate(self, name, value, self._forward_jit)
         return value
+
+    # what the wrapper holds itself; every other attribute is the original module's
+    _OWN = frozenset({"_orig_mod", "_jit", "_fwd"})
+
+    def __setattr__(self, name, value):
+        """``jm.step += 1`` sets the original's attribute, which calls read (as
+        torch.compile's wrapper forwards it); ``training`` is kept on both."""
+        if name in JitModule._OWN or "_orig_mod" not in self.__dict__.get("_modules", {}):
+            return super().__setattr__(name, value)
+        if name == "training":
+            object.__setattr__(self, name, value)
+        setattr(self._orig_mod, name, value)
+
+    def __delattr__(self, name):
+        if name in JitModule._OWN or name in self.__dict__:
+            return super().__delattr__(name)
+        delattr(self._orig_mod, name)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(dir(self._orig_mod)))
 
     def __getstate__(self):
         state = super().__getstate__()

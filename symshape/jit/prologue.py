@@ -623,8 +623,12 @@ class Builder(ObjectInputs):
             )
             tree = self.const(tree_guard, "_tree")
             self.tree = tree_guard
-            same = "".join(f" and {src} is {self.const(r, '_root')}" for src, r in self.root_srcs)
-            self.lines.append(f"_fast = {tree}.fast(){same}")
+            # the modules passed in must be the ones whose dicts the tree last checked
+            roots = "".join(f"{src}, " for src, _ in self.root_srcs)
+            tree_guard.rooted(tuple(r for _, r in self.root_srcs))
+            self.lines.append(
+                f"_fast = {tree}.fast(({roots}))" if roots else f"_fast = {tree}.fast()"
+            )
         for mid, mod in self.module_of.items():
             loc, mlines, label, _ = self.module_locals[mid]
             g = guards[mid]
@@ -666,7 +670,8 @@ class Builder(ObjectInputs):
             )
         if mods:  # every module checked on the slow path: remember what was found
             locs = ", ".join(self.module_locals[mid][0] for mid in self.module_of)
-            self.lines.append(f"if not _fast: {tree}.refresh({locs})")
+            rooted = f"; {tree}.rooted(({roots}))" if roots else ""
+            self.lines.append(f"if not _fast: {tree}.refresh({locs}){rooted}")
         if self.module_of:
             dicts = hook_dicts("", None)
             for mid, (_, _, label, _) in self.module_locals.items():

@@ -23,6 +23,7 @@ import gc
 import logging
 import math
 import types
+import weakref
 from dataclasses import dataclass, field
 
 import torch
@@ -516,9 +517,11 @@ class ModuleGuard:
     reads: dict = field(default_factory=dict)  # attribute -> snapshot
     shadow: set = field(default_factory=set)  # names read through the class
     keys: tuple = ()  # the submodule names
+    tensors: tuple = ()  # the parameter and buffer names, in order (parameters() iterates it)
 
     def watch(self, mod: nn.Module) -> None:
         self.keys = tuple(mod._modules)
+        self.tensors = (tuple(mod._parameters), tuple(mod._buffers))
 
     def ok(self, mod: nn.Module) -> bool:
         return self.why(mod) is None
@@ -528,6 +531,12 @@ class ModuleGuard:
         if tuple(mod._modules) != self.keys:
             return (
                 f"the submodules of {where} changed from {list(self.keys)} to {list(mod._modules)}"
+            )
+        tensors = (tuple(mod._parameters), tuple(mod._buffers))
+        if tensors != self.tensors:
+            return (
+                f"the parameters and buffers of {where} changed from {list(self.tensors)} "
+                f"to {list(tensors)} (names, in order)"
             )
         d = mod.__dict__
         for k in self.shadow:
@@ -550,7 +559,9 @@ class TreeGuard:
     ``_modules`` (``children()``, iteration) has them unwatched: a submodule
     added later changes nothing it computes."""
 
-    __slots__ = ("checked", "classes", "compiled", "dicts", "leaf", "objects", "static", "versions")
+    __slots__ = (
+        "checked", "classes", "compiled", "dicts", "leaf", "objects", "roots", "static", "versions",
+    )  # fmt: skip
 
     def __init__(self, modules: list, classes: list, objects: list = (), looked=frozenset()):
         self.leaf = [not m._modules and id(m) not in looked for m in modules]
@@ -558,9 +569,20 @@ class TreeGuard:
         self.objects = list(objects)  # ObjectGuards of objects read off the modules
         self.static = True  # False once the jit writes the trace's own values each call
         self.checked = False  # True after the first check found every tag as expected
+        self.roots: tuple = ()  # weak references to the modules passed in, as last checked
         self.refresh(*modules)
 
-    def fast(self) -> bool:
+    def rooted(self, roots: tuple) -> None:
+        """The modules the call passed in, whose dicts ``refresh`` just recorded."""
+        self.roots = tuple(weakref.ref(m) for m in roots)
+
+    def fast(self, roots: tuple = ()) -> bool:
+        """Is every module of the call, and every class read, as last checked?
+        ``roots``: the modules this call passes in (arguments), which must be the
+        ones checked (another object with the same state is checked, then kept)."""
+        for ref, m in zip(self.roots, roots):
+            if ref() is not m:
+                return False
         c = self.compiled
         if c is not None:
             return c.check(_NO_LOCALS)
@@ -588,7 +610,7 @@ class TreeGuard:
         self.compiled = None
         dicts = []
         for mod, leaf in zip(mods, self.leaf):
-            dicts.append(mod.__dict__)
+            dicts += (mod.__dict__, mod._parameters, mod._buffers)
             if not leaf:
                 dicts.append(mod._modules)
         for c in self.classes:

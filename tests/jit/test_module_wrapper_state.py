@@ -1,0 +1,88 @@
+"""Modules as state a trace reads, and the jit(model) wrapper's attributes
+(issue 31: 7, 8, 9, 11). Each call is compared with eager's after the state
+changed between calls."""
+
+from __future__ import annotations
+
+import collections
+
+import torch
+from torch import nn
+
+import symshape
+
+
+class Holder(nn.Module):
+    def __init__(self, var=0):
+        super().__init__()
+        self.var = var
+
+
+def test_a_module_argument_changed_after_another_was_passed_is_checked():
+    def f(x, m):
+        return x + m.var
+
+    jf = symshape.jit(f)
+    x, m, other = torch.ones(2), Holder(), Holder()
+    for module, var in ((m, 0), (other, 0), (m, 1), (other, 5), (m, 1), (other, 0)):
+        module.var = var
+        torch.testing.assert_close(jf(x, module), f(x, module))
+
+
+class Stepper(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.step = 0
+        self.lin = nn.Linear(2, 2)
+
+    def forward(self, x):
+        return self.lin(x) + self.step
+
+
+def test_attributes_set_on_the_wrapper_are_the_modules():
+    eager = Stepper()
+    jm = symshape.jit(Stepper())
+    jm._orig_mod.load_state_dict(eager.state_dict())
+    x = torch.randn(3, 2)
+    for _ in range(3):
+        with torch.no_grad():
+            torch.testing.assert_close(jm(x), eager(x))
+        jm.step += 1
+        eager.step += 1
+        assert jm.step == jm._orig_mod.step == eager.step
+    jm.extra = 7
+    assert jm._orig_mod.extra == 7 and "extra" not in jm.__dict__
+    del jm.extra
+    assert not hasattr(jm._orig_mod, "extra")
+    jm.eval()
+    assert not jm.training and not jm._orig_mod.training and not jm._orig_mod.lin.training
+
+
+def test_dir_of_the_wrapper_lists_the_modules_attributes():
+    names = dir(symshape.jit(Stepper()))
+    for name in ("lin", "step", "forward", "parameters"):
+        assert name in names
+
+
+class Two(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Parameter(torch.ones(1))
+        self.b = nn.Parameter(torch.full((1,), 2.0))
+
+    def forward(self, x):
+        return [p * x for p in self.parameters()]
+
+
+def test_reordered_parameters_are_noticed():
+    m = Two()
+    jm = symshape.jit(m)
+    x = torch.ones(1)
+    with torch.no_grad():
+        torch.testing.assert_close(jm(x), m(x))
+        m._parameters = collections.OrderedDict(reversed(list(m._parameters.items())))
+        torch.testing.assert_close(jm(x), m(x))
+        m._parameters["c"] = nn.Parameter(torch.full((1,), 3.0))  # added in place
+        torch.testing.assert_close(jm(x), m(x))
+    assert jm.stats.compiles == 3, jm.stats.recompile_reasons
+    assert "parameters and buffers" in jm.stats.recompile_reasons[0]
