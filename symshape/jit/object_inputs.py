@@ -9,6 +9,8 @@ writes are replayed (writes.py). ``_pytree`` flattens torch.utils._pytree nodes
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import nn
 
@@ -66,6 +68,34 @@ class ObjectInputs:
         self.tracked.setdefault(id(obj), (obj, path))
         self._swap(obj, "attr" if t not in (list, dict) else "item", new)
         return obj
+
+    def _partial(self, value, src: str, label: str, out: list, path: str):
+        """A ``functools.partial``: its function, arguments and keywords, each as an
+        argument would be (tensors among them are inputs, the function an identity)."""
+        loc = self.local(f"_{label}")
+        out.append(f"{loc} = {src}")
+        self.fail(
+            f"type({loc}) is not {self.const(functools.partial, '_T')}",
+            f"{label} is a functools.partial",
+            f"type({loc}).__name__",
+            into=out,
+        )
+        func, args = (
+            self.walk(getattr(value, a), f"{loc}.{a}", f"{label}.{a}", out, path=f"{path}.{a}")
+            for a in ("func", "args")
+        )
+        keys = tuple(value.keywords)
+        self.fail(
+            f"tuple({loc}.keywords) != {keys!r}",
+            f"{label} has the keywords {list(keys)}",
+            f"tuple({loc}.keywords)",
+            into=out,
+        )
+        kwargs = {  # each value walked: the new partial holds the trace's proxies
+            k: self.walk(v, f"{loc}.keywords[{k!r}]", f"{label}.{k}", out, path=f"{path}.{k}")
+            for k, v in value.keywords.items()
+        }
+        return functools.partial(func, *args, **kwargs)
 
     def _pytree(self, value, node, src: str, label: str, out, path: str):
         """A torch.utils._pytree node (transformers' ModelOutput): guarded by

@@ -21,6 +21,7 @@ computation's arguments, or the index of the first check that failed::
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -299,6 +300,8 @@ class Builder(ObjectInputs):
         node = pytree.SUPPORTED_NODES.get(t)
         if node is not None and not isinstance(value, tuple):  # a ModelOutput, an OrderedDict
             return self._pytree(value, node, src, label, out, path)
+        if t is functools.partial:
+            return self._partial(value, src, label, out, path)
         if is_plain_object(value) or t in (set, frozenset):  # checked by type and state
             inner: list = []  # the fetches of its tensors and ints, after its guard
             holes: set = set()

@@ -143,7 +143,8 @@ def _same_scalar(a, b) -> bool:
 def is_plain_object(v) -> bool:
     """An instance of a class written in Python that holds its state in
     ``__dict__`` or slots (dataclasses, configs, user classes), or a
-    ``SimpleNamespace``. C types (``functools.partial``) are compared by identity."""
+    ``SimpleNamespace``. Other C types are compared by identity (a ``functools.partial``
+    is walked: object_inputs.py)."""
     t = type(v)
     if isinstance(v, (*_SCALAR, *_IDENTITY)):
         return False

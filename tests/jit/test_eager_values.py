@@ -130,3 +130,22 @@ def test_ints_above_two_to_the_53_compare_with_floats_exactly():
     jf = symshape.jit(fn)  # the int becomes dynamic at its second value
     for n in (2**53 + 1, 2**53 + 3, 5, 2**53 + 4, -(2**60), 2):
         same(jf(torch.zeros(1), n), fn(torch.zeros(1), n))
+
+
+# 12. a functools.partial argument: its function, arguments and keywords are checked
+def test_a_partial_argument_is_checked_and_its_tensors_are_inputs():
+    import functools
+
+    def fn(p, x):
+        return p(x)
+
+    jf = symshape.jit(fn, dynamic=True)
+    for n in (2, 3, 2):
+        x = torch.randn(n)
+        for p in (
+            functools.partial(torch.mul, other=5 * torch.ones(n)),
+            functools.partial(torch.add, other=torch.ones(n)),
+            functools.partial(torch.add, torch.full((n,), 2.0)),
+            functools.partial(torch.mul, other=3),
+        ):
+            same(jf(p, x), fn(p, x))
