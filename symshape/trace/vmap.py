@@ -78,27 +78,39 @@ def _looped(vmap: Callable, func: Callable, in_dims, out_dims, randomness, chunk
                 f"vmap: expected all tensors to have the same size in the mapped dimension, "
                 f"got sizes {[int(s) for s in sizes]}"
             )
-        results = []
+        results, entries = [], []
         for i in range(max(n, 1)):  # an empty batch: one entry of zeros gives the shapes
             entry = [
                 x if d is None else x.select(d, i) if n else x.new_zeros(_without(x.shape, d))
                 for x, d in zip(leaves, dims)
             ]
+            entries.append(entry)
             results.append(func(*pytree.tree_unflatten(entry, spec), **kwargs))
         outs, ospec = pytree.tree_flatten(results[0])
         per = [pytree.tree_leaves(r) for r in results]
         odims = _dims(out_dims, results[0], "out_dims")
         stacked = [
-            outs[k]
+            _input_returned(leaves, dims, entries, [p[k] for p in per], d, n)
+            if d is not None and n
+            else outs[k]
             if d is None
-            else torch.stack([p[k] for p in per], dim=d)
-            if n
             else torch.stack([outs[k]], dim=d).narrow(d, 0, 0)
             for k, d in enumerate(odims)
         ]
         return pytree.tree_unflatten(stacked, ospec)
 
     return batched
+
+
+def _input_returned(leaves, dims, entries, results, d: int, n: int):
+    """Output ``results`` (one per entry) stacked along ``d``; when every one is
+    the entry of the same input batched along ``d`` (an in-place function:
+    ``vmap(Tensor.acos_)``), that input itself, as vmap returns it."""
+    for j, (x, dj) in enumerate(zip(leaves, dims)):
+        if dj is not None and dj % x.dim() == d % x.dim():
+            if all(r is e[j] for r, e in zip(results, entries)):
+                return x
+    return torch.stack(results, dim=d)
 
 
 def install(patches: Patches) -> None:

@@ -149,3 +149,16 @@ def test_a_partial_argument_is_checked_and_its_tensors_are_inputs():
             functools.partial(torch.mul, other=3),
         ):
             same(jf(p, x), fn(p, x))
+
+
+# 4. vmap of an in-place function returns its input, as vmap does
+def test_vmap_of_an_in_place_function_returns_the_input():
+    def fn(x):
+        return torch.vmap(torch.Tensor.acos_)(x) is x
+
+    jf = symshape.jit(fn, dynamic=True)
+    for n in (3, 4):
+        x = torch.rand(n, 2)
+        y = x.clone()
+        assert jf(x) is fn(y) is True
+        torch.testing.assert_close(x, y)
