@@ -372,6 +372,12 @@ class JitFunction:
                 reason = why + (f" ({'; '.join(notes)})" if notes else "")
                 self.stats.recompile_reasons.append(reason)
                 log.info("symshape: recompiling %s: %s", self.__name__, reason)
+            lazy = _uninitialized(m, args, kwargs)
+            if lazy is not None:  # its first call makes its parameters: eagerly, as it must
+                self.stats.eager_calls += 1
+                log.info("symshape: %s: %s is a lazy module not yet initialized; this call "
+                         "runs eagerly and initializes it", self.__name__, lazy)  # fmt: skip
+                return self._fn(*args, **kwargs)
             try:
                 traced = self._trace(m, args, kwargs, None if self._fullgraph else ())
             except ChangesModules as e:  # runs eagerly, once (trace/construction.py)
@@ -697,6 +703,20 @@ class JitModule(nn.Module):
         mod = self._orig_mod
         object.__setattr__(self, "_jit", JitFunction(mod, mod, name=name, **options))
         object.__setattr__(self, "_fwd", None)
+
+
+def _uninitialized(m, args, kwargs) -> str | None:
+    """The name of a lazy module (``nn.LazyLinear``) among the call's modules whose
+    parameters are not made yet, or None."""
+    from torch.nn.modules.lazy import LazyModuleMixin
+
+    roots = [m] if m is not None else []
+    roots += [a for a in (*args, *kwargs.values()) if isinstance(a, nn.Module)]
+    for root in roots:
+        for name, mod in root.named_modules():
+            if isinstance(mod, LazyModuleMixin) and mod.has_uninitialized_params():
+                return f"{type(root).__name__}.{name}" if name else type(mod).__name__
+    return None
 
 
 def _forward_of(jm: JitModule, method: str) -> JitFunction:

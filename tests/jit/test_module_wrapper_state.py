@@ -86,3 +86,19 @@ def test_reordered_parameters_are_noticed():
         torch.testing.assert_close(jm(x), m(x))
     assert jm.stats.compiles == 3, jm.stats.recompile_reasons
     assert "parameters and buffers" in jm.stats.recompile_reasons[0]
+
+
+def test_a_lazy_module_initializes_eagerly_then_traces():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.LazyLinear(3), nn.ReLU(), nn.LazyLinear(2))
+    jm = symshape.jit(model, dynamic=True)
+    for n in (4, 5, 6):
+        x = torch.randn(n, 7)
+        with torch.no_grad():
+            torch.testing.assert_close(jm(x), model(x))
+    assert jm.stats.eager_calls == 1 and jm.stats.compiles == 1
+    jf = symshape.jit(lambda x, layer: layer(x))
+    layer, x = nn.LazyLinear(2), torch.randn(3, 4)
+    with torch.no_grad():
+        torch.testing.assert_close(jf(x, layer), layer(x))
+        torch.testing.assert_close(jf(x, layer), layer(x))
