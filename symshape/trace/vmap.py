@@ -107,9 +107,9 @@ def _input_returned(leaves, dims, entries, results, d: int, n: int):
     the entry of the same input batched along ``d`` (an in-place function:
     ``vmap(Tensor.acos_)``), that input itself, as vmap returns it."""
     for j, (x, dj) in enumerate(zip(leaves, dims)):
-        if dj is not None and dj % x.dim() == d % x.dim():
-            if all(r is e[j] for r, e in zip(results, entries)):
-                return x
+        same_dim = dj is not None and dj % x.dim() == d % x.dim()
+        if same_dim and all(r is e[j] for r, e in zip(results, entries)):
+            return x
     return torch.stack(results, dim=d)
 
 
