@@ -14,6 +14,8 @@ a trace is recorded on this thread they are routed to their rules too
 
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Callable
 
 import torch
@@ -83,6 +85,9 @@ class TracingMode(TorchFunctionMode):
                 "function outside autocast, or cast explicitly (x.bfloat16())."
             )
         check_building(args, kwargs)  # a module built inside the traced code stops it
+        if any(isinstance(a, torch.fx.Proxy) for a in args):
+            # torch.fx.symbolic_trace run by the traced code: its own proxies, not ours
+            return func(*args, **(kwargs or {}))
         op = self.lookup(func) or _fallback[0](func)
         if op is None:
             inlined = body(func)  # a Python function of torch's: its own ops are traced
@@ -126,10 +131,31 @@ def _route_python_level(patches: Patches) -> None:
     for mod, name in PYTHON_LEVEL:
         patches.replace(mod, name, _router(getattr(mod, name), patches))
     vmap.install(patches)
+    for name in ("trace", "script", "trace_module"):
+        patches.replace(torch.jit, name, _torchscript_refused(getattr(torch.jit, name), patches))
     # a Python classmethod up to torch 2.13, a C classmethod_descriptor from 2.14: both
     # bind to a class with __get__
     apply = Function.__dict__["apply"]
     patches.replace(Function, "apply", classmethod(_custom_function(apply, patches)), apply)
+
+
+def _torchscript_refused(fn: Callable, patches: Patches) -> Callable:
+    """``torch.jit.trace`` / ``script`` called by traced code: TorchScript's C++
+    tracer cannot take symshape's tensors, so it is refused with the fix."""
+
+    @functools.wraps(fn)
+    def refused(*args, **kwargs):
+        if patches.current() is None:
+            return fn(*args, **kwargs)  # another thread, not tracing
+        where = user_location()
+        raise TracingError(
+            f"`torch.jit.{fn.__name__}` was called inside the function symshape.jit traces"
+            f"{f' (at {where.describe()})' if where else ''}: TorchScript cannot trace or "
+            f"script symshape's traced tensors. Fix: call torch.jit.{fn.__name__} outside the "
+            "jit-compiled function and use its result there, or call the module directly."
+        )
+
+    return refused
 
 
 def _router(fn: Callable, patches: Patches) -> Callable:

@@ -162,3 +162,14 @@ def test_vmap_of_an_in_place_function_returns_the_input():
         y = x.clone()
         assert jf(x) is fn(y) is True
         torch.testing.assert_close(x, y)
+
+
+# 16. torch.fx.symbolic_trace inside traced code runs; TorchScript is refused with the fix
+def test_fx_symbolic_trace_inside_and_torchscript_refused():
+    def fn(x):
+        return torch.fx.symbolic_trace(nn.Sequential(nn.ReLU(), nn.Tanh()))(x) * 2
+
+    check(fn, lambda n: (torch.randn(n),))
+    with pytest.raises(symshape.TracingError, match=r"torch\.jit\.trace.*outside"):
+        symshape.jit(lambda x: torch.jit.trace(nn.ReLU(), x)(x))(torch.randn(3))
+    assert torch.jit.trace(nn.ReLU(), torch.randn(2)) is not None  # restored afterwards
