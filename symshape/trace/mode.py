@@ -15,7 +15,6 @@ a trace is recorded on this thread they are routed to their rules too
 from __future__ import annotations
 
 import functools
-
 from collections.abc import Callable
 
 import torch
