@@ -125,6 +125,10 @@ def program_of(name: str, traced: Traced, spec: InputSpec, fn, args, kwargs) -> 
     if isinstance(fn, nn.Module):
         params = dict(fn.named_parameters(remove_duplicate=False))
         params.update(fn.named_buffers(remove_duplicate=False))
+    for mid, (_, _, label, _) in b.module_locals.items():  # modules read as globals, closures
+        mod = b.module_of[mid]
+        for n, t in (*mod.named_parameters(recurse=False), *mod.named_buffers(recurse=False)):
+            params.setdefault(f"{label}.{n}" if label else n, t)
     labels = {id(v): (label, is_param) for v, label, is_param in b.tensor_inputs}
     by_label = {t.label: i for i, t in enumerate(spec.tensors)}
     sources, used_params = [], {}

@@ -222,3 +222,24 @@ def test_static_non_contiguous_input_keeps_its_strides(tmp_path):
 def test_reserved_dim_names_are_refused():
     with pytest.raises(ExportSpecError, match="'max' is reserved"):
         symshape.export(lambda x: x * 2, (torch.randn(3),), dynamic_shapes={"x": {0: Dim("max")}})
+
+
+GLOBAL_LINEAR = nn.Linear(2, 3)
+
+
+def test_a_function_calling_a_module_held_in_a_global_or_a_closure_exports():
+    def through_global(x):
+        return GLOBAL_LINEAR(x).relu()
+
+    closed = nn.Linear(2, 2)
+
+    def through_closure(x):
+        return closed(x) * 2
+
+    for fn in (through_global, through_closure):
+        batch = symshape.Dim("batch")
+        ep = symshape.export(fn, (torch.randn(4, 2),), dynamic_shapes={"x": {0: batch}})
+        for n in (1, 3, 7):
+            x = torch.randn(n, 2)
+            with torch.no_grad():
+                torch.testing.assert_close(ep(x), fn(x))
