@@ -15,9 +15,20 @@ from torch._C._dynamo.guards import GlobalStateGuard
 
 from symshape.autograd import build_backward, make_function, no_saved_tensor_mutated
 from symshape.autograd.saved import mutated
-from symshape.ir import Node, OpRef, Trace, Var, compile_source, compile_trace, cse, dce, iter_vars
+from symshape.ir import (
+    Node,
+    OpRef,
+    TensorMeta,
+    Trace,
+    Var,
+    compile_source,
+    compile_trace,
+    cse,
+    dce,
+    iter_vars,
+)
 from symshape.ir.codegen import Deferred
-from symshape.ir.passes import has_effect
+from symshape.ir.passes import Storages, has_effect
 from symshape.ir.printer import fmt
 from symshape.jit import generators, outputs, segments
 from symshape.jit.globals_guard import GlobalsGuard
@@ -444,17 +455,36 @@ def with_backward(env, trace: Trace, run, grad: _Grad, name: str, backend=None):
 
 
 def _passing_inputs_through(apply, trace: Trace, n_out: int):
-    """``apply`` returning each output that is an input as the caller's object
-    itself, as eager does (autograd.Function would return a new tensor)."""
+    """``apply`` returning outputs that alias an input as eager does: an input
+    itself as the caller's object, and a view of an input as a view made outside
+    the autograd.Function (its outputs that are views cannot be modified in
+    place; AOTAutograd regenerates such views the same way)."""
     where = {id(v): k for k, v in enumerate(trace.inputs)}
     pairs = [(i, where[id(v)]) for i, v in enumerate(trace.output[:n_out]) if id(v) in where]
-    if not pairs:
+    storages = Storages(trace)
+    roots = {
+        storages.find(id(v)): k
+        for k, v in enumerate(trace.inputs)
+        if isinstance(v.meta, TensorMeta)
+    }
+    views = [
+        (i, roots[storages.find(id(v))])
+        for i, v in enumerate(trace.output[:n_out])
+        if id(v) not in where and storages.find(id(v)) in roots and isinstance(v.meta, TensorMeta)
+    ]
+    if not pairs and not views:
         return apply
 
     def run(*args):
         out = list(apply(*args))
         for i, k in pairs:
             out[i] = args[k]
+        for i, k in views:
+            o, a = out[i], args[k]
+            if type(o) is torch.Tensor and o.untyped_storage().data_ptr() == (
+                a.untyped_storage().data_ptr()
+            ):
+                out[i] = a.as_strided(o.size(), o.stride(), o.storage_offset())
         return tuple(out)
 
     return run

@@ -173,3 +173,23 @@ def test_fx_symbolic_trace_inside_and_torchscript_refused():
     with pytest.raises(symshape.TracingError, match=r"torch\.jit\.trace.*outside"):
         symshape.jit(lambda x: torch.jit.trace(nn.ReLU(), x)(x))(torch.randn(3))
     assert torch.jit.trace(nn.ReLU(), torch.randn(2)) is not None  # restored afterwards
+
+
+# 27. a returned view of an input, modified in place with gradients on, as in eager
+@pytest.mark.parametrize(
+    "fn", [lambda x: x[1:], lambda x: (x.view(2, -1), x * 3), lambda x: x.unsqueeze(0)[:, :2]]
+)
+def test_a_returned_view_of_an_input_can_be_modified_in_place(fn):
+    jf = symshape.jit(fn, dynamic=True)
+    for n in (4, 6):
+        leaf_j = torch.randn(n, requires_grad=True)
+        leaf_e = leaf_j.detach().clone().requires_grad_(True)
+        xj, xe = leaf_j * 1, leaf_e * 1
+        oj, oe = jf(xj), fn(xe)
+        vj, ve = (oj, oe) if torch.is_tensor(oe) else (oj[0], oe[0])
+        vj.mul_(2)
+        ve.mul_(2)
+        torch.testing.assert_close(xj, xe)
+        (xj.sum() + vj.sum()).backward()
+        (xe.sum() + ve.sum()).backward()
+        torch.testing.assert_close(leaf_j.grad, leaf_e.grad)
