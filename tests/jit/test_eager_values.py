@@ -193,3 +193,26 @@ def test_a_returned_view_of_an_input_can_be_modified_in_place(fn):
         (xj.sum() + vj.sum()).backward()
         (xe.sum() + ve.sum()).backward()
         torch.testing.assert_close(leaf_j.grad, leaf_e.grad)
+
+
+# 21. the globals of helper functions the traced code calls are guarded too
+TEMP = 10.0
+OFFSET = torch.zeros(1)
+
+
+def _scale(x):
+    return x * TEMP
+
+
+def _helper(x):
+    return _scale(x) + OFFSET  # a helper of a helper
+
+
+def test_a_helpers_global_is_guarded(monkeypatch):
+    jf = symshape.jit(lambda x: _helper(x), dynamic=True)
+    for n, temp in ((2, 10.0), (3, 10.0), (2, 20.0), (4, 20.0), (2, 10.0)):
+        monkeypatch.setitem(globals(), "TEMP", temp)
+        x = torch.randn(n)
+        same(jf(x), _helper(x))
+    assert jf.stats.compiles == 2, jf.stats.recompile_reasons
+    assert "global TEMP changed" in jf.stats.recompile_reasons[0]
