@@ -132,10 +132,24 @@ def _route_python_level(patches: Patches) -> None:
     vmap.install(patches)
     for name in ("trace", "script", "trace_module"):
         patches.replace(torch.jit, name, _torchscript_refused(getattr(torch.jit, name), patches))
+    # NumPy reads a symbolic size as the int it is (np.prod(x.shape) is an np.int64, as in
+    # eager), specializing it with a guard; without __array__ it keeps a Python object
+    for cls, to in ((torch.SymInt, int), (torch.SymFloat, float), (torch.SymBool, bool)):
+        if "__array__" not in vars(cls):
+            patches.add(cls, "__array__", _as_numpy(to))
     # a Python classmethod up to torch 2.13, a C classmethod_descriptor from 2.14: both
     # bind to a class with __get__
     apply = Function.__dict__["apply"]
     patches.replace(Function, "apply", classmethod(_custom_function(apply, patches)), apply)
+
+
+def _as_numpy(to: type) -> Callable:
+    def __array__(self, dtype=None, copy=None):
+        import numpy
+
+        return numpy.asarray(to(self), dtype=dtype)
+
+    return __array__
 
 
 def _torchscript_refused(fn: Callable, patches: Patches) -> Callable:

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable
 
 _ABSENT = object()
+_ADDED = object()  # an attribute the patches added: deleted, not restored
 
 
 class Patches:
@@ -58,11 +59,22 @@ class Patches:
 
     def _restore(self) -> None:
         for (owner, name), old in reversed(list(self._originals.items())):
-            setattr(owner, name, old)
+            if old is _ADDED:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, old)
         self._originals.clear()
 
     def replace(self, owner, name: str, new, original=_ABSENT) -> None:
         """Set ``owner.name = new`` until the last trace ends (``original``: what
         to put back, when it is not ``getattr(owner, name)``, e.g. a raw classmethod)."""
         self._originals[(owner, name)] = getattr(owner, name) if original is _ABSENT else original
+        setattr(owner, name, new)
+
+    def add(self, owner, name: str, new) -> None:
+        """Set ``owner.name = new``, a name ``owner`` does not have itself, until the
+        last trace ends (then deleted)."""
+        if name in vars(owner):
+            raise AttributeError(f"{owner.__name__}.{name} exists: replace it instead")
+        self._originals[(owner, name)] = _ADDED
         setattr(owner, name, new)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -216,3 +217,16 @@ def test_a_helpers_global_is_guarded(monkeypatch):
         same(jf(x), _helper(x))
     assert jf.stats.compiles == 2, jf.stats.recompile_reasons
     assert "global TEMP changed" in jf.stats.recompile_reasons[0]
+
+
+# 26. NumPy reads sizes as ints: its scalars come back as NumPy scalars
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: np.prod(x.shape), lambda x: np.int64(x.shape[0]) * 2,
+        lambda x: np.array(x.shape).sum(), lambda x: np.float32(x.shape[0]) / 2,
+    ],
+)  # fmt: skip
+def test_numpy_scalars_of_sizes_are_numpy_scalars(fn):
+    check(fn, lambda n: (torch.ones(n, 2),))
+    assert not hasattr(torch.SymInt, "__array__")  # only while tracing
