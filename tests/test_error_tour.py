@@ -56,30 +56,6 @@ def lambda_returned_and_called():
     J(later, dynamic=True)(torch.randn(3))()
 
 
-@case()
-def traced_tensor_kept_in_a_global_then_used():
-    kept = []
-
-    def keep(x):
-        kept.append(x)
-        return x + 1
-
-    J(keep, dynamic=True)(torch.randn(3))
-    kept[0] * 2  # <- here
-
-
-@case()
-def traced_tensor_passed_to_another_jit_function():
-    kept = []
-
-    def keep(x):
-        kept.append(x)
-        return x + 1
-
-    J(keep, dynamic=True)(torch.randn(3))
-    J(lambda y: y + 1)(kept[0])  # <- here
-
-
 @case(names="gen")
 def generator_function():
     def gen(x):

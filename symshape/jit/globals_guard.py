@@ -16,6 +16,7 @@ from symshape.jit.state import (
     is_plain_object,
     snapshot,
 )
+from symshape.jit.writes import changes, restore, shallow
 from symshape.sym.source import is_user_file
 
 
@@ -30,14 +31,18 @@ class GlobalsGuard:
     library or installed packages). Fast path: each globals dict's version, the
     cells' contents by identity, each object's own state guard."""
 
-    __slots__ = ("cells", "label", "objects", "scopes")
+    __slots__ = ("all_cells", "cells", "label", "objects", "scopes", "stored")
 
     def __init__(self, fn: types.FunctionType):
         self.label = getattr(fn, "__qualname__", "fn")
         # one scope per globals dict: [dict, {name: snapshot}, version]
         self.scopes: list[list] = []
-        for g, names in _scopes(fn):
+        self.stored: list = []  # (globals dict, names the code assigns or deletes)
+        for g, names, stored in _scopes(fn):
             self.scopes.append([g, {n: snapshot(g[n]) for n in sorted(names)}, dict_version(g)])
+            if stored:
+                self.stored.append((g, stored))
+        self.all_cells = list(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
         self.cells = []
         for n, c in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
             try:
@@ -116,11 +121,85 @@ class GlobalsGuard:
         return None
 
 
+class GlobalWrites:
+    """What the traced call writes into the Python state its functions reach:
+    the global names they assign, the closure cells, and the lists, dicts and
+    objects read through them (``CACHE = y``, ``nonlocal n; n = ...``,
+    ``LOG.append(y)``). Each is recorded before the call; after it, each change
+    becomes a write that ``Replay`` (writes.py) makes after every call the trace
+    serves, with that call's values, and the state is put back as it was, so no
+    traced value is left in it. What the trace read stays guarded, so a call
+    after a write that changed it traces again."""
+
+    def __init__(self, gg: GlobalsGuard):
+        self.names = [(g, {n: g.get(n, _MISSING) for n in names}) for g, names in gg.stored]
+        self.cells = [(n, c, _contents(c)) for n, c in gg.all_cells]
+        self.containers = [
+            (g.value, shallow(g.value))
+            for g in gg.objects
+            if type(g.value) in (list, dict) or is_plain_object(g.value)
+        ]
+
+    def take(self, const) -> list:
+        """The writes, as ``(path, kind, key, value)`` (``const(obj)``: a path to
+        ``obj``), with the state put back."""
+        out = []
+        for g, before in self.names:
+            for n, old in before.items():
+                new = g.get(n, _MISSING)
+                if new is old:
+                    continue
+                out.append((const(g), "delitem" if new is _MISSING else "item", n, new))
+                if old is _MISSING:
+                    del g[n]
+                else:
+                    g[n] = old
+        for _, c, old in self.cells:
+            new = _contents(c)
+            if new is not old and new is not _MISSING:
+                out.append((const(c), "cell", None, new))
+                if old is _MISSING:
+                    del c.cell_contents
+                else:
+                    c.cell_contents = old
+        for c, before in self.containers:
+            found = _changes(c, before)
+            if found:
+                out.extend((const(c), kind, key, v) for kind, key, v in found)
+                restore(c, before)
+        return out
+
+
+def _changes(c, before: tuple) -> list:
+    """``changes`` made as small as the call made them, so that what was there
+    before the call is not written back from the trace: a list extended
+    (``LOG.append(y)``), a dict's keys set or deleted, an object's attributes."""
+    kind = before[0]
+    if kind == "list":
+        old, new = before[1], list(c)
+        n = len(old)
+        if len(new) >= n and all(a is b for a, b in zip(old, new)):
+            return [("extend", None, new[n:])] if len(new) > n else []
+    elif kind == "dict":
+        old, new = dict(before[1]), dict(c)
+        if list(new)[: len(old)] == [k for k in old if k in new]:  # no key moved
+            out = [("item", k, v) for k, v in new.items() if old.get(k, _MISSING) is not v]
+            return out + [("delitem", k, None) for k in old if k not in new]
+    return changes(c, before)
+
+
+def _contents(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:  # empty
+        return _MISSING
+
+
 def _scopes(fn: types.FunctionType, depth: int = 4) -> list:
-    """``(globals dict, names)``: the names read in each globals dict by ``fn``
-    (first) and by the user's helper functions it reaches through global names
-    (up to ``depth`` calls deep)."""
-    out: dict = {}  # id(globals) -> (globals, names)
+    """``(globals dict, names loaded, names stored)``: the names ``fn`` (first)
+    and the user's helper functions it reaches through global names (up to
+    ``depth`` calls deep) read and assign in each globals dict."""
+    out: dict = {}  # id(globals) -> (globals, names loaded, names stored)
     seen: set = set()
     todo = [(fn, 0)]
     while todo:
@@ -130,7 +209,9 @@ def _scopes(fn: types.FunctionType, depth: int = 4) -> list:
         seen.add(id(f.__code__))
         g = f.__globals__
         names = {n for n in _code_names(f.__code__) if n in g}
-        out.setdefault(id(g), (g, set()))[1].update(names)
+        scope = out.setdefault(id(g), (g, set(), set()))
+        scope[1].update(names)
+        scope[2].update(_code_names(f.__code__, _STORES))
         if d >= depth:
             continue
         for n in names:
@@ -146,18 +227,19 @@ def _users(f: types.FunctionType) -> bool:
     return is_user_file(name) and "-packages" not in name and not name.startswith("<frozen")
 
 
-_GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"})
+_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
+_STORES = frozenset({"STORE_GLOBAL", "DELETE_GLOBAL"})
 
 
-def _code_names(code) -> set:
-    """The global names ``code`` (and the functions defined in it) load or store.
-    ``co_names`` also holds attribute names: ``x.shape`` must not guard a global
-    that happens to be called ``shape``."""
-    out = {i.argval for i in dis.get_instructions(code) if i.opname in _GLOBAL_OPS}
+def _code_names(code, ops: frozenset = _LOADS) -> set:
+    """The global names ``code`` (and the functions defined in it) load (or, with
+    ``_STORES``, store). ``co_names`` also holds attribute names: ``x.shape`` must
+    not guard a global that happens to be called ``shape``."""
+    out = {i.argval for i in dis.get_instructions(code) if i.opname in ops}
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
-            out |= _code_names(c)
+            out |= _code_names(c, ops)
     return out
 
 
-__all__ = ["GlobalsGuard"]
+__all__ = ["GlobalWrites", "GlobalsGuard"]

@@ -31,7 +31,7 @@ from symshape.ir.codegen import Deferred
 from symshape.ir.passes import Storages, has_effect
 from symshape.ir.printer import fmt
 from symshape.jit import generators, outputs, segments
-from symshape.jit.globals_guard import GlobalsGuard
+from symshape.jit.globals_guard import GlobalsGuard, GlobalWrites
 from symshape.jit.prologue import Builder, Prologue
 from symshape.jit.state import (
     SKIPPED,
@@ -231,6 +231,7 @@ def _trace_once(
         b.fail(
             f"not {gn}()", "the globals it reads are as when traced", f"{gn}.why()", kind="state"
         )
+    global_writes = GlobalWrites(gg) if gg else None
 
     reads: list = []
     class_reads: list = []  # (module, class, attribute): found on a class of the module
@@ -276,6 +277,7 @@ def _trace_once(
         python_types(b.tensors),
     ):
         pending = None  # the read this attempt stopped at, its value unknown
+        stored: list = []  # writes into globals, closures and what they hold
         try:
             result = call(*pargs, **pkw)
         except TypeError as e:
@@ -284,10 +286,13 @@ def _trace_once(
             raise _SymBoolArgument(e, list(ctx.env.guards)) from e
         except NeedRead as e:
             pending = e.mark
+        finally:  # no traced value stays in them, whatever happened
+            if global_writes is not None:
+                stored = global_writes.take(lambda obj: b.const(obj, "_w"))
         marks = ctx.split.marks if ctx.split is not None else []
         ctx.split, ctx.env.on_data = None, None  # the rest (outputs, backward) reads nothing
         if pending is None:
-            stores = _stores(b, swapped.writes(), writes, slot_writes())
+            stores = _stores(b, swapped.writes(), writes, slot_writes()) + stored
             output, out_spec, replay = _output(ctx, result, b, stores)
         else:  # only the prefix runs from this trace: its Python writes are undone
             output, out_spec, replay = None, None, None
@@ -481,8 +486,11 @@ def _passing_inputs_through(apply, trace: Trace, n_out: int):
             out[i] = args[k]
         for i, k in views:
             o, a = out[i], args[k]
-            if type(o) is torch.Tensor and o.untyped_storage().data_ptr() == (
-                a.untyped_storage().data_ptr()
+            if (
+                type(o) is torch.Tensor
+                and o._is_view()  # autograd made it a view of an input of the Function
+                and o.dtype == a.dtype
+                and o.untyped_storage().data_ptr() == a.untyped_storage().data_ptr() != 0
             ):
                 out[i] = a.as_strided(o.size(), o.stride(), o.storage_offset())
         return tuple(out)

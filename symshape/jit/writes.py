@@ -156,6 +156,14 @@ class Replay:
                 obj.update(v)
             elif kind == "module":  # nn.Module.__setattr__: a plain attribute of a module
                 setattr(obj, key, v)
+            elif kind == "item":  # a global name (its module's dict), a dict's key
+                obj[key] = v
+            elif kind == "extend":  # a list appended to
+                obj.extend(v)
+            elif kind == "delitem":
+                obj.pop(key, None)
+            elif kind == "cell":  # a closure variable
+                obj.cell_contents = v
             else:  # "buffer"
                 obj._buffers[key] = v
         return result

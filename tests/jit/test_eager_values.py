@@ -230,3 +230,54 @@ def test_a_helpers_global_is_guarded(monkeypatch):
 def test_numpy_scalars_of_sizes_are_numpy_scalars(fn):
     check(fn, lambda n: (torch.ones(n, 2),))
     assert not hasattr(torch.SymInt, "__array__")  # only while tracing
+
+
+# 13. and 22. what the traced call stores in globals, closures and what they hold is
+# replayed after every call with that call's values, as eager stores them
+CACHE = None
+LOG: list = []
+STORE: dict = {}
+
+
+def _stores(x):
+    global CACHE
+    CACHE = x * 2
+    LOG.append(x.sum())
+    STORE["k"] = x + 1
+    return x - 1
+
+
+def test_tensors_stored_in_globals_are_real_and_written_every_call(monkeypatch):
+    monkeypatch.setitem(globals(), "LOG", [])
+    jf = symshape.jit(_stores, dynamic=True)
+    for i, n in enumerate((2, 3, 3, 5)):
+        x = torch.randn(n)
+        same(jf(x), x - 1)
+        same(CACHE, x * 2)
+        same(STORE["k"], x + 1)
+        assert len(LOG) == i + 1
+        torch.testing.assert_close(LOG[-1], x.sum())
+        y = CACHE * 3  # a real tensor: usable by eager code and other jit functions
+        same(symshape.jit(lambda t: t + 1)(y), y + 1)
+
+
+def test_closure_variables_a_call_rebinds_are_rebound_every_call():
+    def make():
+        n, last = 0, None
+
+        def g(x):
+            nonlocal n, last
+            n += 1
+            last = x * 3
+            return x + n
+
+        return g, lambda: (n, last)
+
+    g, peek = make()
+    eager, peek_eager = make()
+    jg = symshape.jit(g)
+    for _ in range(3):
+        x = torch.randn(2)
+        same(jg(x), eager(x))
+        assert peek()[0] == peek_eager()[0]
+        same(peek()[1], peek_eager()[1])

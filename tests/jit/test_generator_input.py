@@ -426,16 +426,17 @@ def test_generator_kwarg_on_a_factory_that_takes_none():
     assert str(traced.value).split(" - got")[0] == str(eager.value).split(" - got")[0]
 
 
-def test_generator_kept_after_the_trace_is_refused():
+def test_a_generator_the_function_stores_is_the_callers():
     kept = []
 
     def f(x, g):
         kept.append(g)
         return x + 1
 
-    symshape.jit(f)(torch.ones(2), torch.Generator())
-    with pytest.raises(TracingError, match="outside that trace"):
-        kept[0].manual_seed(1)
+    g = torch.Generator()
+    symshape.jit(f)(torch.ones(2), g)
+    assert kept == [g]
+    kept[0].manual_seed(1)
 
 
 def test_export_refuses_generator_arguments():

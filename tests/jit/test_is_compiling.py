@@ -69,7 +69,7 @@ def library_code(y: torch.Tensor) -> torch.Tensor:
 
 def test_false_in_another_thread_while_a_trace_runs():
     inside, checked = threading.Event(), threading.Event()
-    seen = {}
+    seen, elsewhere = {}, {}  # what the traced call writes; what the other thread writes
 
     def fn(x):
         seen["trace"] = answers()
@@ -79,9 +79,9 @@ def test_false_in_another_thread_while_a_trace_runs():
 
     def other():
         assert inside.wait(WAIT), "the trace did not start in time"
-        seen["other"] = answers()
+        elsewhere["other"] = answers()
         y = torch.randn(4)
-        seen["other eager"] = (library_code(y), y.relu())
+        elsewhere["other eager"] = (library_code(y), y.relu())
         checked.set()
 
     t = threading.Thread(target=other)
@@ -91,8 +91,8 @@ def test_false_in_another_thread_while_a_trace_runs():
     t.join(WAIT)
     assert not t.is_alive()
     assert seen["trace"] == (True, True)
-    assert seen["other"] == (False, False)
-    torch.testing.assert_close(*seen["other eager"])
+    assert elsewhere["other"] == (False, False)
+    torch.testing.assert_close(*elsewhere["other eager"])
     torch.testing.assert_close(got, x.relu())
     assert answers() == (False, False)
 
