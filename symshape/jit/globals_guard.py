@@ -11,6 +11,7 @@ from torch._C._dynamo.guards import dict_version
 
 from symshape.jit.state import (
     _MISSING,
+    HOOK_DICTS,
     ObjectGuard,
     diff,
     is_plain_object,
@@ -33,18 +34,22 @@ class GlobalsGuard:
 
     __slots__ = ("all_cells", "cells", "label", "objects", "scopes", "stored")
 
-    def __init__(self, fn: types.FunctionType):
-        self.label = getattr(fn, "__qualname__", "fn")
+    def __init__(self, *fns: types.FunctionType):
+        """``fns``: the traced function (first, when it is one) and the module
+        hooks the call runs."""
+        self.label = getattr(fns[0], "__qualname__", "fn") if fns else "fn"
         # one scope per globals dict: [dict, {name: snapshot}, version]
         self.scopes: list[list] = []
         self.stored: list = []  # (globals dict, names the code assigns or deletes)
-        for g, names, stored in _scopes(fn):
+        for g, names, stored in _scopes(fns):
             self.scopes.append([g, {n: snapshot(g[n]) for n in sorted(names)}, dict_version(g)])
             if stored:
                 self.stored.append((g, stored))
-        self.all_cells = list(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+        self.all_cells = [
+            pair for f in fns for pair in zip(f.__code__.co_freevars, f.__closure__ or ())
+        ]
         self.cells = []
-        for n, c in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        for n, c in self.all_cells:
             try:
                 self.cells.append((n, c, c.cell_contents, snapshot(c.cell_contents)))
             except ValueError:  # an empty cell (a name assigned later)
@@ -195,13 +200,13 @@ def _contents(cell):
         return _MISSING
 
 
-def _scopes(fn: types.FunctionType, depth: int = 4) -> list:
-    """``(globals dict, names loaded, names stored)``: the names ``fn`` (first)
-    and the user's helper functions it reaches through global names (up to
+def _scopes(fns, depth: int = 4) -> list:
+    """``(globals dict, names loaded, names stored)``: the names ``fns`` (the
+    first one's dict first) and the user's helper functions they reach through global names (up to
     ``depth`` calls deep) read and assign in each globals dict."""
     out: dict = {}  # id(globals) -> (globals, names loaded, names stored)
     seen: set = set()
-    todo = [(fn, 0)]
+    todo = [(f, 0) for f in reversed(fns)]
     while todo:
         f, d = todo.pop()
         if id(f.__code__) in seen:
@@ -219,6 +224,17 @@ def _scopes(fn: types.FunctionType, depth: int = 4) -> list:
             if isinstance(v, types.FunctionType) and _users(v):
                 todo.append((v, d + 1))
     return list(out.values())
+
+
+def hook_functions(modules) -> list:
+    """The Python functions among the forward hooks of ``modules`` and the global
+    ones, defined in the user's files: what they store is replayed too."""
+    from torch.nn.modules import module as M
+
+    dicts = [getattr(M, f"_global{n}", None) for n in HOOK_DICTS]
+    dicts += [getattr(m, n, None) for root in modules for m in root.modules() for n in HOOK_DICTS]
+    fns = [h for d in dicts if d for h in d.values()]
+    return [f for f in fns if isinstance(f, types.FunctionType) and _users(f)]
 
 
 def _users(f: types.FunctionType) -> bool:

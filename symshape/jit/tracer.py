@@ -31,7 +31,7 @@ from symshape.ir.codegen import Deferred
 from symshape.ir.passes import Storages, has_effect
 from symshape.ir.printer import fmt
 from symshape.jit import generators, outputs, segments
-from symshape.jit.globals_guard import GlobalsGuard, GlobalWrites
+from symshape.jit.globals_guard import GlobalsGuard, GlobalWrites, hook_functions
 from symshape.jit.prologue import Builder, Prologue
 from symshape.jit.state import (
     SKIPPED,
@@ -219,7 +219,9 @@ def _trace_once(
         f"inference mode is {'on' if inference else 'off'}",
         "torch.is_inference_mode_enabled()",
     )
-    gg = GlobalsGuard(fn) if module is None and isinstance(fn, types.FunctionType) else None
+    fns = [fn] if module is None and isinstance(fn, types.FunctionType) else []
+    fns += hook_functions([module] if module is not None else b.roots)
+    gg = GlobalsGuard(*fns) if fns else None
     if gg:  # snapshot before the call; settled after it
         for label, mod in gg.modules():
             # a module the function closes over (or reads as a global) is walked like an

@@ -102,3 +102,29 @@ def test_a_lazy_module_initializes_eagerly_then_traces():
     with torch.no_grad():
         torch.testing.assert_close(jf(x, layer), layer(x))
         torch.testing.assert_close(jf(x, layer), layer(x))
+
+
+def test_what_forward_hooks_store_is_stored_on_every_call():
+    def build():
+        model = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+        acts, calls = [], [0]
+
+        def keep(mod, inputs, output):
+            acts.append(output)
+            calls[0] += 1
+
+        model[1].register_forward_hook(keep)
+        return model, acts, calls
+
+    torch.manual_seed(0)
+    model, acts, calls = build()
+    eager, eager_acts, eager_calls = build()
+    eager.load_state_dict(model.state_dict())
+    jm = symshape.jit(model, dynamic=True)
+    for n in (2, 3, 4):
+        x = torch.randn(n, 2)
+        with torch.no_grad():
+            torch.testing.assert_close(jm(x), eager(x))
+    assert calls == eager_calls == [3]
+    assert len(acts) == 3 and all(type(a) is torch.Tensor for a in acts)
+    torch.testing.assert_close(acts, eager_acts)
