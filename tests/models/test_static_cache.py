@@ -1,8 +1,8 @@
 """Static KV caches: ``generate(..., cache_implementation="static")`` with
 ``model.forward = symshape.jit(model.forward, dynamic=True)``. transformers'
 ``StaticCache`` allocates its keys and values once, at the maximum length, and
-writes each step in place at ``cache_position`` (``index_copy_``); Gemma2's
-cache mixes full layers with sliding-window ones (a window of 8 here, shorter
+writes each step in place at ``cache_position`` (``index_copy_``); Gemma2's and
+Gemma3's caches mix full layers with sliding-window ones (a window of 8 here, shorter
 than prompt + new tokens). Greedy tokens must be eager's at several batch sizes
 and prompt lengths, from a bounded number of traces (prefill and decoding; the
 sliding window adds the steps where it fills) and with no call run eagerly.
@@ -31,6 +31,7 @@ BUILD = {
     "gpt2": (GEN["gpt2"].build, 2),
     # full and sliding layers; traces: prefill, decoding, the window full, the mask past it
     "gemma2": (_decoder("Gemma2Config", "Gemma2ForCausalLM", head_dim=8, sliding_window=8), 4),
+    "gemma3": (_decoder("Gemma3TextConfig", "Gemma3ForCausalLM", head_dim=8, sliding_window=8), 4),
 }
 
 
