@@ -6,8 +6,9 @@ replays them with one launch. A trace suits capture: its shapes are fixed per
 call signature and the Python state it read is guarded by its prologue, so the
 prologue still decides which trace runs, and this module which graph of it.
 
-Per trace (``Graphed``), per *signature* of a call (each tensor argument's
-sizes, strides, dtype and device; each other argument's value): the first call
+Per trace (``Graphed``), per *signature* of a call (the sizes and strides of
+each tensor argument whose sizes are symbolic; each other argument's value):
+the first call
 runs the trace as usual (the warm-up, as torch.compile's CUDA graphs do), the
 second captures it, and later calls replay it. At capture:
 
@@ -133,6 +134,9 @@ class Graphed:
         self.warm: dict[tuple, list] = {}  # signature -> data_ptrs seen at its warm-up
         self.reason = _unfit(trace, graphs.capture.device_type)
         self.written = _written_inputs(trace) if self.reason is None else set()
+        # the arguments a signature reads: the prologue already fixed the dtype, device,
+        # sizes and strides of every tensor whose sizes are all static
+        self.varying = [i for i, v in enumerate(trace.inputs) if not _fixed(v)]
 
     def __call__(self, *args):
         if not self.graphs.capture.available():
@@ -143,7 +147,7 @@ class Graphed:
             self.graphs.warn_once(self.reason, f"runs {self.trace.name} without CUDA graphs: "
                                   f"{self.reason}")  # fmt: skip
             return self.run(*args)
-        key = _signature(args)
+        key = _signature(args, self.varying)
         entry = self.entries.get(key)
         if entry is not None and _same_addresses(entry, args):
             return self._replay(entry, args)
@@ -193,7 +197,7 @@ class Graphed:
             return None
         written = [i for i in copied if i in self.written]
         entry = _Entry(replay, out, static_args, copied, written, ptrs)
-        self.entries[_signature(args)] = entry
+        self.entries[_signature(args, self.varying)] = entry
         self.graphs.count += 1
         if self.graphs.owner is not None:
             self.graphs.owner.stats.graphs_captured += 1
@@ -244,13 +248,25 @@ def _written_inputs(trace: Trace) -> set[int]:
     return {i for i, v in enumerate(trace.inputs) if storages.is_written(v)}
 
 
-def _signature(args) -> tuple:
+def _fixed(v) -> bool:
+    """Does the prologue fix everything a graph depends on in input ``v``?"""
+    m = v.meta
+    if not isinstance(m, TensorMeta):
+        return False
+    strides = m.strides if m.strides is not None else ()
+    return all(type(d) is int for d in (*m.shape, *strides))
+
+
+def _signature(args, varying: list) -> tuple:
+    """What a graph is captured for: each varying tensor argument's sizes and
+    strides, each other argument's value."""
     out = []
-    for a in args:
+    for i in varying:
+        a = args[i]
         if isinstance(a, torch.Tensor):
-            out.append((tuple(a.shape), a.stride(), a.dtype, a.device, a.storage_offset()))
+            out.append((i, tuple(a.shape), a.stride()))
         else:
-            out.append((type(a), a))
+            out.append((i, type(a), a))
     return tuple(out)
 
 
@@ -313,11 +329,12 @@ def _changing(key: tuple, others: list, trace: Trace) -> str:
     """Which argument's size differs most often between ``key`` and the captured ones."""
     counts: dict[str, int] = {}
     for other in others:
-        for v, a, b in zip(trace.inputs, key, other):
+        for a, b in zip(key, other):
             if a == b:
                 continue
-            if isinstance(v.meta, TensorMeta) and a[0] != b[0]:
-                for d, (x, y) in enumerate(zip(a[0], b[0])):
+            v = trace.inputs[a[0]]
+            if isinstance(v.meta, TensorMeta) and a[1] != b[1]:
+                for d, (x, y) in enumerate(zip(a[1], b[1])):
                     if x != y:
                         label = f"{v.name}.size({d})"
                         counts[label] = counts.get(label, 0) + 1
