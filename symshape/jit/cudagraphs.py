@@ -121,6 +121,9 @@ class _Entry:
         self.copied = copied  # argument indices copied into a buffer before each replay
         self.written = written  # copied arguments the trace writes: copied back after
         self.static_ptrs = static_ptrs  # index -> data_ptr of each static address
+        # the memory of the buffers (-> argument index) and of the static addresses
+        self.buffers = {static_args[i].untyped_storage().data_ptr(): i for i in copied}
+        self.callers = {static_args[i].untyped_storage().data_ptr() for i in static_ptrs}
 
 
 class Graphed:
@@ -303,18 +306,16 @@ def _copy_out(out, entry: _Entry, args):
     argument's buffer made on the argument itself."""
     from torch.utils._pytree import tree_map
 
-    buffers = {entry.static_args[i].untyped_storage().data_ptr(): i for i in entry.copied}
-
     def one(t):
         if not isinstance(t, torch.Tensor):
             return t
-        i = buffers.get(t.untyped_storage().data_ptr())
+        memory = t.untyped_storage().data_ptr()
+        i = entry.buffers.get(memory)
         if i is not None:  # a view of argument i: the same view of the caller's tensor
             a = args[i]
             return a.as_strided(t.size(), t.stride(), a.storage_offset() + t.storage_offset())
-        if any(t.untyped_storage().data_ptr() == args[j].untyped_storage().data_ptr()
-               for j in entry.static_ptrs):  # fmt: skip
-            return t  # the caller's own memory (a static address)
+        if memory in entry.callers:
+            return t  # the caller's own memory (a static address, checked before the replay)
         return t.clone()
 
     return tree_map(one, out)
