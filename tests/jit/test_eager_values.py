@@ -281,16 +281,3 @@ def test_closure_variables_a_call_rebinds_are_rebound_every_call():
         same(jg(x), eager(x))
         assert peek()[0] == peek_eager()[0]
         same(peek()[1], peek_eager()[1])
-
-
-# 24. the strides of size-1 dimensions, which is_contiguous() ignores, when the code reads them
-def test_strides_of_size_one_dimensions_are_eagers():
-    def fn(x):
-        return x.stride(), x.is_contiguous()
-
-    jf = symshape.jit(fn, dynamic=True)
-    for t in (
-        torch.randn(3, 1, 4), torch.randn(3, 4, 1).transpose(1, 2), torch.randn(5, 1, 2),
-        torch.randn(5, 2, 1).transpose(1, 2), torch.randn(3, 0, 2), torch.randn(3, 1, 4),
-    ):  # fmt: skip
-        same(jf(t), fn(t))
