@@ -32,7 +32,7 @@ from symshape.jit import backends, cudagraphs, splits, wrapping
 from symshape.jit.cache_limit import cache_limit_message, user_stacklevel
 from symshape.jit.outputs import unflatten
 from symshape.jit.policy import Dim, Policy, normalize_dims
-from symshape.jit.prologue import InputSpecErrorAtTrace
+from symshape.jit.prologue import InputSpecErrorAtTrace, UntraceableInput
 from symshape.jit.state import _instance_dict, compare_by_identity, is_plain_object
 from symshape.jit.tracer import Traced, labels_of, trace_call
 from symshape.sym import DataDependentError
@@ -293,6 +293,7 @@ class JitFunction:
         self._wrap = self._wrapper(backend, mode, graph_limit, name)
         self._split_warned: set = set()
         self._warned = False
+        self._untraceable_warned = False
         self.stats = Stats()
         self.__name__ = name
         self.__qualname__ = name
@@ -382,6 +383,10 @@ class JitFunction:
                 traced = self._trace(m, args, kwargs, None if self._fullgraph else ())
             except ChangesModules as e:  # runs eagerly, once (trace/construction.py)
                 return self._changes_modules(e.what, args, kwargs)
+            except UntraceableInput as e:
+                if self._fullgraph:
+                    raise
+                return self._untraceable(e, args, kwargs)
             entry = TraceEntry(traced)
             entry._stats = self.stats
             self._entries = (entry, *self._entries)
@@ -455,6 +460,17 @@ class JitFunction:
                 )
         return traced
 
+    def _untraceable(self, e: UntraceableInput, args, kwargs):
+        """A call with an input no trace can stand for runs eagerly, as it would
+        without symshape; one warning per function says which and the fix."""
+        self.stats.eager_calls += 1
+        msg = f"{self.__name__}: this call runs eagerly: {e}"
+        log.info("symshape: %s", msg, extra={"symshape_log": "recompiles"})
+        if not self._untraceable_warned:
+            self._untraceable_warned = True
+            warnings.warn(msg, TraceTimeSideEffectWarning, stacklevel=user_stacklevel())
+        return self._fn(*args, **kwargs)
+
     def _changes_modules(self, what: str, args, kwargs):
         self.stats.module_changes += 1
         self.stats.eager_calls += 1
@@ -499,7 +515,7 @@ class JitFunction:
             self._entries = ()
             self._policy = Policy(dynamic=self._policy.dynamic, dims=self._policy.dims)
             self.stats = Stats()
-            self._warned = False
+            self._warned = self._untraceable_warned = False
 
     def __get__(self, obj, objtype=None):
         # @symshape.jit on a method: a bound method, so jit(obj.method) sees obj and

@@ -83,6 +83,11 @@ class TensorItem:
     module: object = None
 
 
+class UntraceableInput(TracingError):
+    """An input no trace can stand for (a tensor subclass): the call runs eagerly,
+    unless ``fullgraph=True``, which raises this."""
+
+
 class InputSpecErrorAtTrace(ValueError):
     """An input violates the range declared for it (found while tracing)."""
 
@@ -359,8 +364,10 @@ class Builder(ObjectInputs):
             return self.proxy_of[id(t)]
         T = type(t)
         if T is not torch.Tensor and not issubclass(T, nn.Parameter):
-            raise TracingError(
-                f"{label}: tensor subclass {T.__name__} is not supported; pass a plain torch.Tensor"
+            raise UntraceableInput(
+                f"{label} is a {T.__name__}, a tensor subclass, which symshape does not trace "
+                f"(its __torch_function__ would not run on every call). Fix: pass "
+                f"{label}.as_subclass(torch.Tensor), or call the function outside symshape.jit"
             )
         if not is_param:
             self.leaves.append((label, t))

@@ -281,3 +281,29 @@ def test_closure_variables_a_call_rebinds_are_rebound_every_call():
         same(jg(x), eager(x))
         assert peek()[0] == peek_eager()[0]
         same(peek()[1], peek_eager()[1])
+
+
+# 15. a tensor subclass input: the call runs eagerly, as without symshape, with one warning
+class Logged(torch.Tensor):
+    calls: list = []
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        cls.calls.append(getattr(func, "__name__", str(func)))
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def test_a_tensor_subclass_input_runs_eagerly_with_one_warning():
+    jf = symshape.jit(lambda x: x * 2 + 1, dynamic=True)
+    with pytest.warns(symshape.TraceTimeSideEffectWarning, match=r"as_subclass\(torch.Tensor\)"):
+        for n in (2, 3):
+            x = torch.randn(n).as_subclass(Logged)
+            before = len(Logged.calls)
+            out = jf(x)
+            assert type(out) is Logged and len(Logged.calls) > before  # its hook ran
+            torch.testing.assert_close(
+                out.as_subclass(torch.Tensor), x.as_subclass(torch.Tensor) * 2 + 1
+            )
+    assert jf.stats.eager_calls == 2 and jf.stats.compiles == 0
+    with pytest.raises(symshape.TracingError, match="tensor subclass"):
+        symshape.jit(lambda x: x * 2, fullgraph=True)(torch.randn(2).as_subclass(Logged))
