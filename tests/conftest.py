@@ -9,6 +9,14 @@ import importlib
 import pytest
 import torch
 from harness import DEVICE
+from hypothesis import settings
+
+# Property tests draw the same examples on every run, so the suite passes or fails
+# for the code, not the draw (CI runs it twice per push). To search new examples:
+# SYMSHAPE_HYPOTHESIS=explore pytest tests/sym
+settings.register_profile("deterministic", derandomize=True, database=None)
+settings.register_profile("explore")
+settings.load_profile(os.environ.get("SYMSHAPE_HYPOTHESIS", "deterministic"))
 
 # Every first call of a trace is served by the inputs recorded while tracing; under the
 # tests it also runs its prologue and fails if the two differ (TraceEntry.first_inputs).
