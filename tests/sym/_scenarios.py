@@ -268,11 +268,21 @@ def replay(sp: list[Spec], ops: list[tuple], seed: int, sample: bool = True) -> 
             if len(env.recorded_guards) + len(env.runtime_asserts) == before:
                 continue  # nothing was learned
             run.clean = False
-            v = True if what == "check" else bool(env.evaluate(cond, _hints(sp)))
+            if what == "check":
+                v = True
+            elif all(x.name in _hints(sp) for x in _symbols(cond)):
+                v = bool(env.evaluate(cond, _hints(sp)))
+            else:  # a decision on an unbacked symbol that contradicts the facts: no
+                run.consistent = []  # assignment satisfies them all any more
+                continue
         run.facts.append(src if v else f"(not {src})")
         run.fact_conds.append((c, v))
         run.consistent = [p for p in run.consistent if bool(fn(*p)) == v]
     return run
+
+
+def _symbols(cond) -> frozenset:
+    return frozenset() if type(cond) is bool else cond.free_symbols
 
 
 def _hints(sp):
