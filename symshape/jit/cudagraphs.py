@@ -95,6 +95,7 @@ class Graphs:
         self.owner = owner  # the JitFunction whose stats count captures and replays
         self.limit = limit
         self.capture = capture or Capture()
+        self.available = self.capture.available()  # asked once, not on every call
         self.count = 0
         self.warned: set[str] = set()
 
@@ -142,7 +143,7 @@ class Graphed:
         self.varying = [i for i, v in enumerate(trace.inputs) if not _fixed(v)]
 
     def __call__(self, *args):
-        if not self.graphs.capture.available():
+        if not self.graphs.available:
             self.graphs.warn_once("unavailable", "mode='reduce-overhead' needs CUDA, which this "
                                   "machine lacks: the traces run without CUDA graphs")  # fmt: skip
             return self.run(*args)

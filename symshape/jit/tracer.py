@@ -201,39 +201,8 @@ def _trace_once(
     if module is not None:
         b.module(module, "m", "")
     grad = torch.is_grad_enabled()
-    # torch's global state that changes results, in one C++ check: grad mode, the default
-    # dtype, autocast (a call under it is never served: its lower precision is not in the
-    # trace, and tracing under it is refused in trace/mode.py), deterministic algorithms,
-    # TF32 and reduced-precision flags, torch-function state, threads
-    gs = b.const(GlobalStateGuard(), "_global_state")
-    b.fail(
-        f"not {gs}.check()",
-        "torch's global state is as when traced",
-        f"_global_state_change({gs}, {grad}, {fmt(torch.get_default_dtype())})",
-        kind="state",
-    )
-    b.globals["_global_state_change"] = global_state_change
-    inference = torch.is_inference_mode_enabled()  # not told apart from no_grad above
-    b.fail(
-        f"torch.is_inference_mode_enabled() is not {inference}",
-        f"inference mode is {'on' if inference else 'off'}",
-        "torch.is_inference_mode_enabled()",
-    )
-    fns = [fn] if module is None and isinstance(fn, types.FunctionType) else []
-    fns += hook_functions([module] if module is not None else b.roots)
-    gg = GlobalsGuard(*fns) if fns else None
-    if gg:  # snapshot before the call; settled after it
-        for label, mod in gg.modules():
-            # a module the function closes over (or reads as a global) is walked like an
-            # argument: parameters read each call, its state guarded, its writes replayed
-            if id(mod) not in b.module_locals:
-                b.roots.append(mod)
-                b.module(mod, b.const(mod, "_closed"), label)
-        gn = b.const(gg, "_globals")
-        b.fail(
-            f"not {gn}()", "the globals it reads are as when traced", f"{gn}.why()", kind="state"
-        )
-    global_writes = GlobalWrites(gg) if gg else None
+    _guard_torch_state(b, grad)
+    gg, global_writes = _guard_python_state(b, fn, module)
 
     reads: list = []
     class_reads: list = []  # (module, class, attribute): found on a class of the module
@@ -440,6 +409,49 @@ def _trace_once(
         deferred,
         first_args,
     )
+
+
+def _guard_torch_state(b: Builder, grad: bool) -> None:
+    """The prologue's checks of torch's global state the trace read."""
+    # torch's global state that changes results, in one C++ check: grad mode, the default
+    # dtype, autocast (a call under it is never served: its lower precision is not in the
+    # trace, and tracing under it is refused in trace/mode.py), deterministic algorithms,
+    # TF32 and reduced-precision flags, torch-function state, threads
+    gs = b.const(GlobalStateGuard(), "_global_state")
+    b.fail(
+        f"not {gs}.check()",
+        "torch's global state is as when traced",
+        f"_global_state_change({gs}, {grad}, {fmt(torch.get_default_dtype())})",
+        kind="state",
+    )
+    b.globals["_global_state_change"] = global_state_change
+    inference = torch.is_inference_mode_enabled()  # not told apart from no_grad above
+    b.fail(
+        f"torch.is_inference_mode_enabled() is not {inference}",
+        f"inference mode is {'on' if inference else 'off'}",
+        "torch.is_inference_mode_enabled()",
+    )
+
+
+def _guard_python_state(b: Builder, fn, module):
+    """The globals, closures and hooks' state the call reads (guarded) and
+    writes (replayed): ``(GlobalsGuard or None, GlobalWrites or None)``."""
+    fns = [fn] if module is None and isinstance(fn, types.FunctionType) else []
+    fns += hook_functions([module] if module is not None else b.roots)
+    gg = GlobalsGuard(*fns) if fns else None
+    if gg:  # snapshot before the call; settled after it
+        for label, mod in gg.modules():
+            # a module the function closes over (or reads as a global) is walked like an
+            # argument: parameters read each call, its state guarded, its writes replayed
+            if id(mod) not in b.module_locals:
+                b.roots.append(mod)
+                b.module(mod, b.const(mod, "_closed"), label)
+        gn = b.const(gg, "_globals")
+        b.fail(
+            f"not {gn}()", "the globals it reads are as when traced", f"{gn}.why()", kind="state"
+        )
+    global_writes = GlobalWrites(gg) if gg else None
+    return gg, global_writes
 
 
 def with_backward(env, trace: Trace, run, grad: _Grad, name: str, backend=None):
