@@ -29,6 +29,7 @@ from torch import nn
 from symshape.ir.codegen import Lazy
 from symshape.jit import backends, cudagraphs, splits, wrapping
 from symshape.jit.cache_limit import cache_limit_message, user_stacklevel
+from symshape.jit.draws import DrawsEagerly, decision_message, keeping_random, not_drawing
 from symshape.jit.outputs import unflatten
 from symshape.jit.policy import Dim, Policy, normalize_dims
 from symshape.jit.prologue import InputSpecErrorAtTrace, UntraceableInput
@@ -92,6 +93,8 @@ class TraceEntry:
         # a prologue compiled lazily (tracer.py) is compiled by the first call that checks
         # it, which then replaces itself by the function
         self.check = self._compile_check if isinstance(fn, Lazy) else fn
+        if traced.draws:  # a prologue that draws from `random` undoes it when it rejects
+            self.check = keeping_random(self.check)
         self.first = traced.prologue.first_fn or fn  # for the call that traced it
         self._first_args, traced.first_args = traced.first_args, None
         self.run = traced.run
@@ -142,7 +145,7 @@ class TraceEntry:
         p = self.prologue
         if isinstance(p.fn, Lazy):
             p.fn = p.fn.compiled()
-        self.check = p.fn
+        self.check = keeping_random(p.fn) if self._t.draws else p.fn
         return p.fn(*args)
 
     @property
@@ -162,12 +165,9 @@ class TraceEntry:
     def explain(self, module, args, kwargs) -> tuple[str, str]:
         """``(kind, reason)``: why this entry's prologue rejects the call."""
         p = self.prologue
+        explain = not_drawing(p.explain_fn) if self._t.draws else p.explain_fn
         try:
-            r = (
-                p.explain_fn(module, args, kwargs)
-                if module is not None
-                else p.explain_fn(args, kwargs)
-            )
+            r = explain(module, args, kwargs) if module is not None else explain(args, kwargs)
         except Exception as e:  # the inputs do not even have the traced structure
             return (
                 "input",
@@ -240,6 +240,7 @@ class JitFunction:
         self._split_warned: set = set()
         self._warned = False
         self._untraceable_warned = False
+        self._draws_eagerly = None  # why each call no trace serves runs eagerly (draws.py)
         self.stats = Stats()
         self.__name__ = name
         self.__qualname__ = name
@@ -319,6 +320,8 @@ class JitFunction:
                 reason = why + (f" ({'; '.join(notes)})" if notes else "")
                 self.stats.recompile_reasons.append(reason)
                 log.info("symshape: recompiling %s: %s", self.__name__, reason)
+            if self._draws_eagerly is not None:
+                return self._untraceable(self._draws_eagerly, args, kwargs)
             lazy = _uninitialized(m, args, kwargs)
             if lazy is not None:  # its first call makes its parameters: eagerly, as it must
                 self.stats.eager_calls += 1
@@ -333,6 +336,15 @@ class JitFunction:
                 if self._fullgraph:
                     raise
                 return self._untraceable(e, args, kwargs)
+            except DrawsEagerly as e:  # Python's random as a trace cannot repeat it
+                if self._fullgraph:
+                    raise TracingError(
+                        f"{self.__name__}: {e.why}: a trace cannot draw it again on later "
+                        "calls (fullgraph=True). Fix: draw with torch (torch.rand, "
+                        "torch.randint), or draw outside and pass the value in."
+                    ) from None
+                self._draws_eagerly = e.what
+                return self._untraceable(e.what, args, kwargs)
             entry = TraceEntry(traced)
             entry._stats = self.stats
             self._entries = (entry, *self._entries)
@@ -371,6 +383,15 @@ class JitFunction:
                 break
             except InputSpecErrorAtTrace as e:
                 raise InputSpecError(f"{self.__name__}: {e}") from None
+            except DrawsEagerly as e:
+                if not known:
+                    raise
+                raise TracingError(  # the segments before the read already ran
+                    f"{self.__name__}: after a read of tensor data, {e.why}"
+                    "; the part before the read already ran, so the call cannot run eagerly "
+                    "instead. Fix: draw with torch (torch.rand, torch.randint), or draw before "
+                    "the jit-compiled function and pass the value in."
+                ) from None
             except ChangesModules as e:
                 if not known:
                     raise
@@ -381,6 +402,8 @@ class JitFunction:
                 ) from None
             except DataDependentError as e:
                 label = getattr(e, "float_input", None)
+                if getattr(e, "draw", False):
+                    raise DrawsEagerly(decision_message(label)) from None
                 if label is None or label in self._policy.static_floats:
                     raise
                 # the code decides on this float argument: trace it as a constant
@@ -406,7 +429,7 @@ class JitFunction:
                 )
         return traced
 
-    def _untraceable(self, e: UntraceableInput, args, kwargs):
+    def _untraceable(self, e: UntraceableInput | str, args, kwargs):
         """A call with an input no trace can stand for runs eagerly, as it would
         without symshape; one warning per function says which and the fix."""
         self.stats.eager_calls += 1
@@ -462,6 +485,7 @@ class JitFunction:
             self._policy = Policy(dynamic=self._policy.dynamic, dims=self._policy.dims)
             self.stats = Stats()
             self._warned = self._untraceable_warned = False
+            self._draws_eagerly = None
 
     def __get__(self, obj, objtype=None):
         # @symshape.jit on a method: a bound method, so jit(obj.method) sees obj and

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import inspect
+import random
 import time
 import types
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from symshape.ir.codegen import Deferred
 from symshape.ir.passes import Storages, has_effect
 from symshape.ir.printer import fmt
 from symshape.jit import generators, outputs, segments
+from symshape.jit.draws import Draws, DrawsEagerly, first_source
 from symshape.jit.globals_guard import GlobalsGuard, GlobalWrites, hook_functions
 from symshape.jit.prologue import Builder, Prologue
 from symshape.jit.state import (
@@ -45,7 +47,9 @@ from symshape.jit.state import (
 from symshape.jit.writes import Replay, Swapped, resolver, restore, shallow
 from symshape.ops import grad_mode, lookup
 from symshape.sym import expr as E
+from symshape.sym.errors import SymbolicError
 from symshape.trace.compiling import compiling
+from symshape.trace.construction import ChangesModules
 from symshape.trace.context import TraceContext
 from symshape.trace.errors import TracingError
 from symshape.trace.mode import TracingMode
@@ -77,6 +81,7 @@ class Traced:
     split: object = None  # segments.Path: the segments of a trace that reads tensor data
     deferred: object = None  # codegen.Deferred: the computation, compiled at its second call
     first_args: tuple | None = None  # the computation's inputs for the call traced
+    draws: bool = False  # its prologue draws from Python's random (draws.py)
 
 
 def labels_of(fn, args) -> list[str]:
@@ -139,6 +144,9 @@ def trace_call(
     # passes over them (dozens in a large model's trace) find nothing to collect
     collecting = gc.isenabled()
     gc.disable()
+    # an attempt that fails draws nothing: the next (or the eager call) draws the same
+    # numbers from Python's random (draws.py)
+    drawn = random.getstate()
     try:
         decided: list = []
         eager = False
@@ -149,6 +157,7 @@ def trace_call(
                     ctx, fn, module, args, kwargs, policy, name, decided, eager, known, backend
                 )
             except _SymBoolArgument as e:
+                random.setstate(drawn)
                 if eager:
                     raise TracingError(
                         f"{e.error}: a symbolic bool that depends on data reached a PyTorch "
@@ -163,6 +172,11 @@ def trace_call(
                     eager = True
             finally:
                 ctx.close()
+    except (SymbolicError, TracingError, ChangesModules, DrawsEagerly):
+        # symshape's own refusal: the call is retried, runs eagerly or raises having
+        # run nothing (an exception of the user's code leaves its draws, as in eager)
+        random.setstate(drawn)
+        raise
     finally:
         if collecting:
             gc.enable()
@@ -185,6 +199,7 @@ def _trace_once(
     if known is not None:
         ctx.split_at_reads(SplitState(tuple(known), torch.is_inference_mode_enabled()))
     b = Builder(ctx, policy, module is not None)
+    draws = Draws(b, splits=bool(known))
     # symshape.jit(model) calls the module (hooks included); symshape.jit(model.forward)
     # and methods call the bound method itself
     call = module if module is not None and fn is module else fn
@@ -244,7 +259,7 @@ def _trace_once(
         Swapped(b.swaps, b.tracked) as swapped,
         compiling(),
         module_fixes(),
-        side_effects(name),
+        side_effects(name, draws),
         python_types(b.tensors),
     ):
         pending = None  # the read this attempt stopped at, its value unknown
@@ -293,6 +308,8 @@ def _trace_once(
 
     t_traced = time.perf_counter()
     split = None
+    if draws and (marks or pending is not None):
+        raise DrawsEagerly(draws.split_message())
     if marks or pending is not None:  # Python read tensor data: one segment per read
         split = segments.build(ctx, b, marks, pending, output, out_spec, name, grad, target)
         trace, used, grad = split.trace, split.used, None
@@ -320,6 +337,7 @@ def _trace_once(
     b.emit_tensor_checks(used | ctx.touched, ctx.constants)
     if ctx.default_device is not None:  # a factory allocated on the default device
         default_device_guard(b, ctx.default_device)
+    draws.emit(b.lines)  # after every other check: a rejected call draws as little
     env = ctx.env
     guards = env.guards
     for g in guards:
@@ -363,9 +381,14 @@ def _trace_once(
         lazy=True,
     )
     first = pro
-    if state:
+    if state or draws:
+        drawn = list(draws.lines)  # not the Draws: it holds the Builder, and the inputs
         first = compile_source(
-            lambda: _without(src, state), "prologue", b.globals, f"prologue {name}", lazy=True
+            lambda: first_source(drawn, _without(src, state)),
+            "prologue",
+            b.globals,
+            f"prologue {name}",
+            lazy=True,
         )
     prologue = Prologue(src, pro, b.checks, explain, first, b.tree)
     first_args = b.first_inputs(trace.inputs)
@@ -408,6 +431,7 @@ def _trace_once(
         split,
         deferred,
         first_args,
+        bool(draws),
     )
 
 

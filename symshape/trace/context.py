@@ -79,6 +79,7 @@ class TraceContext:
         # "allocates") and not passed since to an op whose result may view them
         self.unaliased: set[int] = set()
         self.float_labels: dict[int, str] = {}  # id(Var) of a float argument -> its label
+        self.draw_labels: set[str] = set()  # labels of floats drawn from `random` (draws.py)
         # shape questions and proxy layouts, kept while nothing new is known (memo.py)
         self.memo: dict = {}
         self.split: SplitState | None = None  # set when reads of data split (reads.py)
@@ -417,6 +418,7 @@ class TraceContext:
             location=where,
         )
         err.float_input = (o.label or o.what) if o.is_input else None
+        err.draw = err.float_input in self.draw_labels  # drawn again each call: no constant
         return err
 
     def concrete_float(self, node) -> float:

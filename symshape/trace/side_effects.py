@@ -1,20 +1,24 @@
 """Python side effects made while a trace is recorded.
 
-A trace replaces the whole Python call: ``print``, ``logging``, Python's
-``random`` and appends of plain values to outer lists run once, while tracing,
-and never when a later call runs the trace (as with ``jax.jit``). That is the
-accepted behaviour, but silent: ``print`` and ``random.*`` called while
-tracing warn once per trace, naming the user's line::
+A trace replaces the whole Python call: ``print``, ``logging`` and appends of
+plain values to outer lists run once, while tracing, and never when a later
+call runs the trace (as with ``jax.jit``). That is the accepted behaviour, but
+silent: ``print`` called while tracing warns once per trace, naming the user's
+line::
 
     f = symshape.jit(fn, dynamic=True)
     f(x)   # TraceTimeSideEffectWarning: `print` at model.py:12 in fn runs only
            # while symshape traces fn ...
 
+Python's ``random`` is drawn again on every call: the JIT gives each trace a
+``draw`` callback that makes each draw an input of the trace
+(``jit/draws.py``); without one, a draw warns as ``print`` does.
+
 While any trace is recorded, ``builtins.print`` and the functions of the
-``random`` module are wrappers; a wrapper warns only on the thread that
-traces (a thread-local stack of traces), and calls the original everywhere.
-The originals are restored when the last trace ends, even on error. Code
-that bound ``from random import randint`` before tracing is not seen.
+``random`` module are wrappers; a wrapper acts only on the thread that traces
+(a thread-local stack of traces), and calls the original everywhere else. The
+originals are restored when the last trace ends, even on error. Code that
+bound ``from random import randint`` before tracing is not seen.
 """
 
 from __future__ import annotations
@@ -58,11 +62,14 @@ def _symbolic(x) -> bool:
 
 
 class _Trace:
-    """One trace being recorded on this thread: what it warned about."""
+    """One trace being recorded on this thread: what it warned about, and what
+    takes its draws from ``random`` (``jit/draws.py``; None: they warn)."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, draw=None):
         self.name = name
         self.warned: set[str] = set()
+        self.draw = draw
+        self.drawing = False  # inside a draw: random's own calls (randint -> randrange)
 
     def saw(self, what: str, message) -> None:
         if what in self.warned:
@@ -132,9 +139,16 @@ def _install(patches: Patches) -> None:
 def _wrap_random(patches: Patches, name: str, fn):
     def draw(*args, **kwargs):
         t = patches.current()
-        if t is not None:
+        if t is None or t.drawing:
+            return fn(*args, **kwargs)
+        if t.draw is None:
             t.saw("random", _random_message(name))
-        return fn(*args, **kwargs)
+            return fn(*args, **kwargs)
+        t.drawing = True
+        try:
+            return t.draw(name, fn, args, kwargs)
+        finally:
+            t.drawing = False
 
     draw.__name__ = draw.__qualname__ = name
     draw.__doc__ = fn.__doc__
@@ -146,10 +160,11 @@ _patches = Patches(_install)
 
 
 @contextlib.contextmanager
-def side_effects(name: str):
+def side_effects(name: str, draw=None):
     """While tracing ``name`` on this thread, warn once per kind (``print``,
-    ``random``) for side effects that run at trace time only."""
-    _patches.push(_Trace(name))
+    ``random``) for side effects that run at trace time only; ``draw(name, fn,
+    args, kwargs)``, if given, takes each call of a ``random`` function instead."""
+    _patches.push(_Trace(name, draw))
     try:
         yield
     finally:

@@ -1,6 +1,7 @@
-"""Python side effects at trace time: ``print`` and Python's ``random`` run only
-while symshape traces (as with jax.jit), and each warns once per trace naming
-the user's line. Other threads never see the interception."""
+"""Python side effects at trace time: ``print`` runs only while symshape traces
+(as with jax.jit), and warns once per trace naming the user's line (Python's
+``random`` is drawn again per call: test_python_random.py). Other threads
+never see the interception."""
 
 import builtins
 import inspect
@@ -74,26 +75,6 @@ def test_printing_a_dynamic_size_warns_that_it_specializes(capsys):
     assert "outside the jit-compiled function" in text and "is_compiling()" in text
     assert jf.stats.compiles == 2  # not silent: the recompile names the print's line
     assert f"test_side_effects.py:{_line_of(fn, 'print(x.shape)')}" in jf.stats.recompile_reasons[0]
-
-
-def test_python_random_is_drawn_at_trace_time_and_warns():
-    def fn(x):
-        a = random.random()
-        b = random.randint(1, 100)  # the same trace: one warning for both
-        return x * a + b
-
-    jf = symshape.jit(fn)
-    x = torch.randn(4)
-    random.seed(7)
-    want = fn(x)
-    random.seed(7)
-    got, ws = _recorded(lambda: jf(x))
-    assert_same(got, want)  # the trace-time draw is eager's draw
-    assert len(ws) == 1 and ws[0].lineno == _line_of(fn, "random.random()")
-    text = str(ws[0].message)
-    assert "`random.random`" in text and "torch.rand" in text
-    again, ws = _recorded(lambda: jf(x))
-    assert_same(again, got) and ws == []  # the trace reuses the value drawn while tracing
 
 
 def test_other_threads_are_not_intercepted(capsys):

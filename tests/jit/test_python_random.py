@@ -1,0 +1,206 @@
+"""Python's ``random`` inside traced code is drawn on every call, as in eager
+(``symshape/jit/draws.py``): each test runs the same calls in eager and through
+``symshape.jit`` from the same seed and compares every result and the random
+module's state after them; where a trace cannot repeat a draw, the function
+runs eagerly with one warning (an error under ``fullgraph=True``)."""
+
+import random
+import warnings
+
+import pytest
+import torch
+from harness import assert_same
+
+import symshape
+from symshape import TraceTimeSideEffectWarning, TracingError
+
+
+def _side_by_side(fn, inputs, seed=0, **jit_kw):
+    """Eager and jit over the same inputs from the same seed: their results, the
+    next draw after them (the module's state), the jit function, its warnings."""
+    random.seed(seed)
+    want = [fn(*a) for a in inputs]
+    want_next = random.random()
+    jf = symshape.jit(fn, **jit_kw)
+    random.seed(seed)
+    with warnings.catch_warnings(record=True) as ws:
+        warnings.simplefilter("always")
+        got = [jf(*a) for a in inputs]
+    got_next = random.random()
+    for g, w in zip(got, want):
+        assert_same(g, w)
+    assert got_next == want_next, "the random module's state differs from eager's"
+    return jf, [w for w in ws if issubclass(w.category, TraceTimeSideEffectWarning)]
+
+
+def test_float_and_int_draws_are_drawn_on_every_call():
+    def fn(x):
+        a = random.random()
+        n = random.randint(1, 6)
+        b = random.uniform(-2.0, 2.0) + random.gauss(0.0, 1.0)
+        return x * a + n - b, n
+
+    inputs = [(torch.randn(n, 3),) for n in (4, 5, 6, 7, 5, 9)]
+    jf, ws = _side_by_side(fn, inputs, dynamic=True)
+    assert ws == [] and jf.stats.eager_calls == 0
+    assert jf.stats.compiles == 1  # one trace: every draw is an input of it
+    assert "_random_randint" in str(jf.traces()[0].prologue)
+
+
+def test_a_branch_on_an_int_draw_is_a_guard():
+    def fn(x):
+        n = random.randint(1, 6)
+        if n > 3:
+            return x[:n]
+        return x * n
+
+    jf, ws = _side_by_side(fn, [(torch.randn(10),)] * 24, seed=3)
+    assert ws == [] and jf.stats.eager_calls == 0
+    assert jf.stats.compiles == 2  # one trace per side of the branch
+    assert any("randint(1, 6)" in g for t in jf.traces() for g in t.guards)
+
+
+def test_a_rejected_call_puts_back_what_its_prologue_drew():
+    # two traces, each drawing: a call the newer one rejects (after drawing) is
+    # served by the older, which must draw the same numbers
+    def fn(x):
+        return x * random.random() + random.randrange(0, 100, 1)
+
+    inputs = [(torch.randn(n),) for n in (3, 4, 3, 4, 4, 3)]
+    jf, _ = _side_by_side(fn, inputs, seed=5, dynamic=False)
+    assert jf.stats.compiles == 2 and jf.stats.cache_hits == 4
+
+
+def test_seed_inside_the_function_is_repeated():
+    def fn(x):
+        random.seed(123)
+        return x + random.random()
+
+    jf, ws = _side_by_side(fn, [(torch.ones(2),), (torch.ones(2),)])
+    assert ws == [] and jf.stats.cache_hits == 1
+
+
+def test_a_draw_from_a_size_guards_the_size():
+    def fn(x):
+        return x * random.randint(0, x.shape[0])
+
+    jf, ws = _side_by_side(fn, [(torch.ones(n),) for n in (3, 3, 5, 3)], dynamic=True)
+    assert ws == [] and jf.stats.eager_calls == 0
+
+
+def test_gradients_flow_through_a_drawn_scale():
+    def fn(x):
+        return (x * random.random()).sum()
+
+    x = torch.randn(4, requires_grad=True)
+    random.seed(1)
+    eager = []
+    for _ in range(3):
+        x.grad = None
+        fn(x).backward()
+        eager.append(x.grad.clone())
+    jf = symshape.jit(fn)
+    random.seed(1)
+    for want in eager:
+        x.grad = None
+        jf(x).backward()
+        assert_same(x.grad, want)
+
+
+def test_a_python_branch_on_a_float_draw_runs_eagerly_with_one_warning():
+    def fn(x):
+        if random.random() < 0.5:  # LayerDrop's pattern
+            return x + 1
+        return x - 1
+
+    jf, ws = _side_by_side(fn, [(torch.randn(3),)] * 8, seed=2)
+    assert jf.stats.eager_calls == 8 and jf.stats.compiles == 0
+    assert len(ws) == 1
+    text = str(ws[0].message)
+    assert "random.random()" in text and "test_python_random.py" in text
+    assert "torch.rand" in text and "runs eagerly" in text
+
+
+def test_a_module_whose_draw_is_skipped_in_eval_is_traced():
+    class LayerDrop(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            if self.training and random.uniform(0, 1) < 0.3:
+                return x
+            return self.lin(x)
+
+    m = LayerDrop()
+    x = torch.randn(2, 4)
+    jm, _ = _side_by_side(m, [(x,)] * 6, seed=4)  # training: eager, draws as eager
+    assert jm.stats.eager_calls == 6
+    m.eval()
+    jm, ws = _side_by_side(m, [(x,)] * 3, seed=4)
+    assert ws == [] and jm.stats.eager_calls == 0 and jm.stats.compiles == 1
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda: random.choice([1.0, 2.0, 3.0]),
+        lambda: random.sample(range(10), 2)[0],
+        lambda: random.choices([1, 2, 3], k=1)[0],
+    ],
+    ids=["choice", "sample", "choices"],
+)
+def test_draws_of_objects_run_eagerly(draw):
+    def fn(x):
+        return x * draw()
+
+    jf, ws = _side_by_side(fn, [(torch.randn(3),)] * 4, seed=6)
+    assert jf.stats.eager_calls == 4 and len(ws) == 1
+    assert "returns a Python object" in str(ws[0].message)
+
+
+def test_shuffle_of_a_local_list_runs_eagerly():
+    def fn(x):
+        order = [0, 1, 2, 3]
+        random.shuffle(order)
+        return x[order]
+
+    jf, _ = _side_by_side(fn, [(torch.arange(4.0),)] * 5, seed=8)
+    assert jf.stats.eager_calls == 5
+
+
+def test_a_draw_with_a_split_at_a_data_read_runs_eagerly():
+    def fn(x):
+        a = random.random()
+        if x.sum() > 0:
+            return x * a
+        return x / a
+
+    inputs = [(torch.ones(3),), (-torch.ones(3),), (torch.ones(3),)]
+    jf, ws = _side_by_side(fn, inputs, seed=9)
+    assert jf.stats.eager_calls == 3 and len(ws) == 1
+
+
+def test_fullgraph_refuses_a_branch_on_a_draw():
+    def fn(x):
+        return x + 1 if random.random() < 0.5 else x - 1
+
+    state = random.getstate()
+    with pytest.raises(TracingError, match=r"random\.random\(\).*fullgraph=True"):
+        symshape.jit(fn, fullgraph=True)(torch.ones(2))
+    assert random.getstate() == state  # the failed trace drew nothing
+
+
+def test_an_error_of_the_users_code_keeps_its_draws_as_eager_does():
+    def fn(x):
+        random.random()
+        raise ValueError("boom")
+
+    for run in (fn, symshape.jit(fn)):
+        random.seed(11)
+        with pytest.raises(ValueError, match="boom"):
+            run(torch.ones(2))
+        after = random.random()
+    random.seed(11)
+    random.random()
+    assert after == random.random()
