@@ -98,7 +98,7 @@ class GlobalsGuard:
         if (
             all(dict_version(g) == v for g, _, v in self.scopes)
             and all(c.cell_contents is v for _, c, v, _ in self.cells)
-            and all(g(g.root) for g in self.objects)
+            and all(g(g.value) for g in self.objects)
         ):
             return True
         if self.why() is None:

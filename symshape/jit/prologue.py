@@ -629,7 +629,10 @@ class Builder(ObjectInputs):
             read.append((guard, value, where))
         if mods:
             tree_guard = TreeGuard(
-                mods, list(classes.values()), [g for g, _, _ in read], modules_read
+                mods,
+                list(classes.values()),
+                [g for g, _, _ in read],
+                modules_read,
             )
             tree = self.const(tree_guard, "_tree")
             self.tree = tree_guard
@@ -660,14 +663,15 @@ class Builder(ObjectInputs):
                 self.fail(
                     f"{src_t} is not {other}", f"{label} is the same tensor as {other} (tied)", None
                 )
-        for guard, value, where in read:
+        for guard, _value, where in read:
             og = self.const(guard, "_state")
-            obj = self.const(value, "_o")
             skip = "" if guard.lists else "not _fast and "  # a list has no version tag
+            # the object last matched (held weakly where it can be): the module checks
+            # above rejected a call whose module holds another
             self.fail(
-                f"{skip}not {og}({obj})",
+                f"{skip}not {og}({og}.value)",
                 f"{where} is as when traced",
-                f"{og}.why({obj})",
+                f"{og}.why({og}.value)",
                 kind="state",
             )
         for cls, cg in classes.items():

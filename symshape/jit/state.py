@@ -75,6 +75,7 @@ def compare_by_identity(cls: type) -> None:
 log = logging.getLogger("symshape")
 _BUDGET = 4000  # snapshot nodes per guarded value; past it, identity only
 _MISSING = object()
+_FREED = object()  # what a weakly held object reads as once freed: it is nothing passed
 
 
 # -- snapshots -----------------------------------------------------------------------
@@ -87,11 +88,28 @@ class Value:
     value: object
 
 
-@dataclass(slots=True)
 class Ident:
-    """An object compared by identity."""
+    """An object compared by identity, held weakly where it can be: a guard must
+    not keep a tensor, a module or an argument alive after the caller dropped it
+    (eager frees it at once), and an object since freed matches nothing."""
 
-    obj: object
+    __slots__ = ("_ref", "_weak")
+
+    def __init__(self, obj):
+        try:
+            self._ref, self._weak = weakref.ref(obj), True
+        except TypeError:  # ints, tuples, C objects without weak references
+            self._ref, self._weak = obj, False
+
+    @property
+    def obj(self):
+        if not self._weak:
+            return self._ref
+        o = self._ref()
+        return _FREED if o is None else o
+
+    def __repr__(self) -> str:
+        return f"Ident({_short(self.obj)})"
 
 
 @dataclass(slots=True)
@@ -100,28 +118,27 @@ class Seq:
 
     type: type
     items: list
-    obj: object = None  # the list itself (lists have no version tag: compared each call)
     scalars: tuple | None = None  # (values, types) when every item is an exact scalar
 
 
 @dataclass(slots=True)
 class Map:
-    """A dict: its type, keys in order, values; ``version`` is the fast path."""
+    """A dict: its type, keys in order, values."""
 
     type: type
     items: dict
-    version: int
-    obj: object = None  # the dict the version belongs to
 
 
 @dataclass(slots=True)
 class Obj:
-    """A plain object: its type, instance attributes, and its classes' dicts."""
+    """A plain object: its type, instance attributes, and its classes' dicts.
+
+    Snapshots hold no container or object they describe (``Ident`` holds weakly):
+    the fast path's dicts and lists are taken from the value when it matches
+    (``flat``), so a guard keeps nothing alive that the caller let go."""
 
     type: type
     attrs: dict
-    version: int | None  # of its __dict__ (None: __slots__ only)
-    obj: object = None
     classes: tuple = ()  # ClassGuard of each class in its MRO that user code defined
 
 
@@ -197,14 +214,14 @@ def snapshot(v, budget: _Budget | None = None, holes=frozenset()):
         return Ident(v)
     if t in (list, tuple) or (isinstance(v, tuple) and hasattr(v, "_fields")):
         b.seen.add(id(v))
-        s = Seq(t, [_child(v, i, x, b) for i, x in enumerate(v)], v)
+        s = Seq(t, [_child(v, i, x, b) for i, x in enumerate(v)])
         if t is list:
             s.scalars = _scalars(s.items)
         b.seen.discard(id(v))
         return s
     if isinstance(v, dict):
         b.seen.add(id(v))
-        s = Map(t, {k: _child(v, k, x, b) for k, x in list(v.items())}, dict_version(v), v)
+        s = Map(t, {k: _child(v, k, x, b) for k, x in list(v.items())})
         b.seen.discard(id(v))
         return s
     if t in (set, frozenset) and all(isinstance(x, _SCALAR) for x in v):
@@ -217,7 +234,7 @@ def snapshot(v, budget: _Budget | None = None, holes=frozenset()):
             x = getattr(v, n, _MISSING)
             attrs[n] = Ident(_MISSING) if x is _MISSING else _child(v, n, x, b)
         b.seen.discard(id(v))
-        return Obj(t, attrs, dict_version(d) if d is not None else None, v, class_guards(t))
+        return Obj(t, attrs, class_guards(t))
     return Ident(v)
 
 
@@ -283,29 +300,31 @@ def diff(s, v, label: str) -> str | None:
     return None
 
 
-def flat(s, dicts: list, lists: list) -> None:
-    """The dicts whose versions tell that ``s``'s objects are unchanged, and the
-    lists (no version tag) to compare instead."""
+def flat(s, v, dicts: list, lists: list) -> None:
+    """For ``v``, which matches the snapshot ``s``: the dicts whose versions tell
+    that its objects are unchanged, and the lists (no version tag) to compare
+    instead, each with its snapshot."""
     t = type(s)
     if t is Obj:
-        d = _instance_dict(s.obj)
+        d = _instance_dict(v)
         if d is None:  # __slots__ only: compared on every call
-            lists.append((s, s.obj))
+            lists.append((s, v))
         else:
             dicts.append(d)
         dicts.extend(c.dict for c in s.classes)
-        for a in s.attrs.values():
-            flat(a, dicts, lists)
+        for k, a in s.attrs.items():
+            x = d.get(k, _MISSING) if d is not None and k in d else getattr(v, k, _MISSING)
+            flat(a, x, dicts, lists)
     elif t is Map:
-        dicts.append(s.obj)
-        for a in s.items.values():
-            flat(a, dicts, lists)
+        dicts.append(v)
+        for k, a in s.items.items():
+            flat(a, v[k], dicts, lists)
     elif t is Seq:
         if s.type is list:
-            lists.append((s, s.obj))
+            lists.append((s, v))
         else:
-            for a in s.items:
-                flat(a, dicts, lists)
+            for a, x in zip(s.items, v):
+                flat(a, x, dicts, lists)
 
 
 def _same_list(s, o) -> bool:
@@ -339,25 +358,47 @@ def _instance_dict(v):
 
 
 def refresh(s, v) -> None:
-    """After a slow-path match: remember ``v``'s objects and versions for the fast path."""
+    """After a slow-path match: the class dicts' versions are the accepted ones."""
     t = type(s)
     if t is Map:
-        s.obj, s.version = v, dict_version(v)
         for k, a in s.items.items():
             refresh(a, v[k])
     elif t is Seq:
-        s.obj = v
         for a, x in zip(s.items, v):
             refresh(a, x)
     elif t is Obj:
         d = getattr(v, "__dict__", None)
-        s.obj = v
-        s.version = dict_version(d) if d is not None else None
         for c in s.classes:
             c.refresh()
         for k, a in s.attrs.items():
             if d is not None and k in d:
                 refresh(a, d[k])
+
+
+def _freed():
+    return _FREED
+
+
+def releasing(guard):
+    """A weak reference callback that calls ``guard.release()`` (``guard`` itself
+    held weakly)."""
+    g = weakref.ref(guard)
+
+    def freed(_):
+        guard = g()
+        if guard is not None:
+            guard.release()
+
+    return freed
+
+
+def _held(v, guard):
+    """A function returning ``v``: a weak reference that calls ``guard.release()``
+    when ``v`` is freed, where ``v`` takes one; else ``v`` itself, held."""
+    try:
+        return weakref.ref(v, releasing(guard))
+    except TypeError:
+        return lambda: v
 
 
 def holds(s, pred) -> bool:
@@ -381,6 +422,8 @@ def _changed(label: str, old, new) -> str:
 
 
 def _short(v) -> str:
+    if v is _FREED:
+        return "an object since freed"
     if isinstance(v, _SCALAR) or type(v) in (set, frozenset):
         r = repr(v)
     elif isinstance(v, torch.Tensor):
@@ -400,26 +443,40 @@ class ObjectGuard:
         if not _state0(args[1]): return 7      # cfg as when traced
     """
 
-    __slots__ = ("dicts", "label", "lists", "root", "snap", "value", "versions")
+    __slots__ = ("__weakref__", "_root", "dicts", "label", "lists", "snap", "versions", "watchers")
 
     def __init__(self, value, label: str, holes=frozenset()):
         self.label = label
         self.snap = snapshot(value, holes=holes)
-        self.value = value  # the object traced
+        self.watchers: list = []  # what else holds its dicts (a TreeGuard): released with it
         self._watch(value)
 
+    @property
+    def value(self):
+        """The object last matched (the one traced, at first); ``_FREED`` once freed."""
+        return self._root()
+
     def _watch(self, v) -> None:
-        """Fast path: ``v`` is the object last matched and no dict under it moved."""
-        self.root = v
+        """Fast path: ``v`` is the object last matched and no dict under it moved.
+        Held weakly where it can be: once it is freed, what the fast path kept of
+        it (its dicts and lists) is let go too, and the next call compares."""
+        self._root = _held(v, self)
         self.dicts, self.lists = [], []
         if type(self.snap) is Value:
             self.lists.append((self.snap, v))
-        flat(self.snap, self.dicts, self.lists)
+        flat(self.snap, v, self.dicts, self.lists)
         self.versions = list(map(dict_version, self.dicts))
+
+    def release(self) -> None:
+        """The object matched last was freed: keep nothing of it."""
+        self._root = _freed
+        self.dicts, self.lists, self.versions = [], [], [-1]
+        for release in self.watchers:
+            release(None)
 
     def __call__(self, v) -> bool:
         if (
-            v is self.root
+            v is self._root()
             and list(map(dict_version, self.dicts)) == self.versions
             and all(_same_list(s, o) for s, o in self.lists)
         ):
@@ -561,13 +618,22 @@ class TreeGuard:
     added later changes nothing it computes."""
 
     __slots__ = (
-        "checked", "classes", "compiled", "dicts", "leaf", "objects", "roots", "static", "versions",
+        "__weakref__", "alive", "checked", "classes", "compiled", "dicts", "leaf", "objects", "roots",
+        "static", "versions",
     )  # fmt: skip
 
-    def __init__(self, modules: list, classes: list, objects: list = (), looked=frozenset()):
+    def __init__(
+        self,
+        modules: list,
+        classes: list,
+        objects: list = (),
+        looked=frozenset(),
+    ):
         self.leaf = [not m._modules and id(m) not in looked for m in modules]
         self.classes = classes
         self.objects = list(objects)  # ObjectGuards of objects read off the modules
+        for g in self.objects:  # their dicts are among ours: freed with them
+            g.watchers.append(releasing(self))
         self.static = True  # False once the jit writes the trace's own values each call
         self.checked = False  # True after the first check found every tag as expected
         self.roots: tuple = ()  # weak references to the modules passed in, as last checked
@@ -607,8 +673,21 @@ class TreeGuard:
         n = len(self.dicts) - sum(len(g.dicts) for g in self.objects)
         self.versions[:n] = map(dict_version, self.dicts[:n])
 
+    def release(self) -> None:
+        """A module last checked was freed: keep nothing of the modules (their
+        dicts hold their parameters) nor of what was read off them; the next call
+        checks each module (the slow path) and ``refresh`` starts again."""
+        if not self.dicts:
+            return
+        self.compiled, self.roots, self.alive = None, (), []
+        self.dicts, self.versions = [], [-1]
+        for g in self.objects:
+            g.release()
+
     def refresh(self, *mods: nn.Module) -> None:
         self.compiled = None
+        freed = releasing(self)
+        self.alive = [weakref.ref(m, freed) for m in mods]
         dicts = []
         for mod, leaf in zip(mods, self.leaf):
             dicts += (mod.__dict__, mod._parameters, mod._buffers)
