@@ -337,6 +337,10 @@ def _trace_once(
     b.emit_tensor_checks(used | ctx.touched, ctx.constants)
     if ctx.default_device is not None:  # a factory allocated on the default device
         default_device_guard(b, ctx.default_device)
+    for label, (read, value) in ctx.flags.items():  # torch's flags the code decided on
+        f = b.const(read, "_flag")
+        found = f"f'{label} is {{{f}()}} (traced with {value!r})'"
+        b.fail(f"{f}() != {value!r}", f"{label} is {value!r}", found, kind="state")
     draws.emit(b.lines)  # after every other check: a rejected call draws as little
     env = ctx.env
     guards = env.guards

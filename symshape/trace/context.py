@@ -86,6 +86,16 @@ class TraceContext:
         # id(Var) of a 0-d int tensor of sizes (torch.div(n, 2, ...)) -> its expression
         self.int_values: dict[int, object] = {}
         self.default_device = None  # torch.get_default_device(), once a factory read it
+        # torch flags read through a function of no arguments: label -> (function, value),
+        # checked by the prologue (``read_flag``)
+        self.flags: dict[str, tuple] = {}
+
+    def read_flag(self, fn, label: str):
+        """``fn()``, a flag of torch's that decides what the traced code does (such as
+        ``torch.backends.mha.get_fastpath_enabled()``): the prologue checks it."""
+        value = fn()
+        self.flags.setdefault(label, (fn, value))
+        return value
 
     def close(self) -> None:
         """Drop this trace's memo: the SymInts it holds refer back to it."""
