@@ -81,6 +81,9 @@ class TensorItem:
     post: list
     proxy: object
     module: object = None
+    # the check of eager's exact strides of a contiguous input (size-1 dimensions, which
+    # is_contiguous() ignores), emitted if the trace read a stride: (cond, expect, found)
+    exact: tuple | None = None
 
 
 class UntraceableInput(TracingError):
@@ -456,6 +459,7 @@ class Builder(ObjectInputs):
         strides = list(t.stride())
         meta_strides = None if contiguous else tuple(t.stride())
         layout = None  # (strides as expressions of the sizes, what they mean)
+        exact = None  # see TensorItem.exact
         if dynamic and order is not None:  # a permuted dense layout: strides follow the sizes
             layout = permuted_strides(shape, order), f"dense in dimension order {list(order)}"
         elif dynamic and narrow is not None:
@@ -493,6 +497,12 @@ class Builder(ObjectInputs):
                     f"{name}.is_contiguous()",
                     into=post,
                 )
+                exact = (
+                    f"{name}.stride() != _c10_strides({name}.shape)",
+                    f"{label} has the strides of a contiguous tensor, size-1 dimensions "
+                    "included (the trace reads a stride)",
+                    f"{name}.stride()",
+                )
         for tmp, expr, d in later:
             self.fail(
                 f"{tmp} != {expr}",
@@ -514,7 +524,7 @@ class Builder(ObjectInputs):
         self.proxy_of[id(t)] = proxy
         self.tensor_inputs.append((var, label, is_param))
         self.values[id(var)] = t
-        item = TensorItem(name, label, t, sizes, strides, fetch, post, proxy)
+        item = TensorItem(name, label, t, sizes, strides, fetch, post, proxy, exact=exact)
         proxy._ss_input = InputAutograd(self, item, is_param)  # x.grad, x.is_leaf read
         self.tensors.append(item)
         if is_param:
@@ -736,11 +746,24 @@ class Builder(ObjectInputs):
             )
         for i in items:
             self.lines.extend(i.post)
+            if i.exact is not None and self.ctx.strides_read:
+                self.globals["_c10_strides"] = c10_strides
+                self.fail(*i.exact)
             i.example = None
         self.leaves.clear()  # (label, value) pairs: they hold the inputs
 
 
 _NONE = object()
+
+
+def c10_strides(shape) -> tuple:
+    """Eager's strides of a contiguous tensor of ``shape``: the product of the
+    later sizes, each counted as at least 1 (``[2, 0]`` has strides ``(1, 1)``)."""
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc *= max(d, 1)
+    return tuple(reversed(out))
 
 
 def _root_source(size: str, scale: int, offset: int) -> str:

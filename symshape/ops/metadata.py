@@ -58,7 +58,7 @@ def _layout_unknown(t) -> TracingError:
 
 def _stride(ctx, t, dim=None):
     m = eager_layout(ctx, t, ctx.meta(t))
-    ctx.observed_layout = True
+    ctx.strides_read = True
     if not m.layout_known:
         raise _layout_unknown(t)
     strides = m.strides if m.strides is not None else _eager_contiguous_strides(ctx, m.shape)
@@ -83,7 +83,6 @@ def _eager_contiguous_strides(ctx, shape) -> tuple:
 
 def _is_contiguous(ctx, t, memory_format=torch.contiguous_format):
     m = eager_layout(ctx, t, ctx.meta(t))
-    ctx.observed_layout = True
     if not m.layout_known:
         raise _layout_unknown(t)
     from symshape.trace.proxy import contiguous_strides

@@ -68,7 +68,9 @@ class TraceContext:
         self.symbol_inputs: list | None = None  # set: unknown symbols become inputs
         self.where_override = None  # a backward records the forward op's line
         self.touched: set[int] = set()  # ids of Vars whose tensor metadata was read
-        self.observed_layout = False
+        # the traced code read a stride (x.stride()): the prologue checks eager's
+        # strides exactly, those of size-1 dimensions included (prologue.py)
+        self.strides_read = False
         self._sizes_as_symbols = False  # while building a runtime assert's message
         # id(Var) -> the input's TensorMeta, for contiguous() results whose strides
         # depend on whether a dynamic size is 1 (decided when read: ops/views.py)

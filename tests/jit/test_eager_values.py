@@ -307,3 +307,37 @@ def test_a_tensor_subclass_input_runs_eagerly_with_one_warning():
     assert jf.stats.eager_calls == 2 and jf.stats.compiles == 0
     with pytest.raises(symshape.TracingError, match="tensor subclass"):
         symshape.jit(lambda x: x * 2, fullgraph=True)(torch.randn(2).as_subclass(Logged))
+
+
+# 24. the strides of size-1 dimensions, which is_contiguous() ignores, when the code reads them
+def _strided(shape, strides):
+    return torch.as_strided(torch.randn(512), shape, strides)
+
+
+def test_strides_of_size_one_dimensions_are_eagers():
+    def fn(x):
+        return x.stride(), x.transpose(0, -1).stride(), x.is_contiguous(), x * 2
+
+    jf = symshape.jit(fn, dynamic=True)
+    cases = [
+        ((3, 4), (4, 1)),  # traced
+        ((1, 4), (99, 1)),  # contiguous: is_contiguous() ignores the size-1 stride
+        ((1, 5), (5, 1)),
+        ((2, 1), (1, 7)),
+        ((1, 1), (3, 3)),
+        ((3, 1, 4), (4, 4, 1)),
+        ((3, 1, 4), (4, 50, 1)),
+    ]
+    for shape, strides in cases:
+        x = _strided(shape, strides)
+        got, want = jf(x), fn(x)
+        assert got[:3] == want[:3], (shape, strides, got[:3], want[:3])
+        same(got[3], want[3])
+
+
+def test_a_trace_that_reads_no_stride_keeps_serving_size_one_strides():
+    jf = symshape.jit(lambda x: x.sum(-1), dynamic=True)
+    for shape, strides in [((3, 4), (4, 1)), ((1, 4), (99, 1)), ((1, 5), (5, 1))]:
+        x = _strided(shape, strides)
+        same(jf(x), x.sum(-1))
+    assert jf.stats.compiles == 1  # the values do not depend on those strides
