@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from symshape.ir import ASSERT, Node, TensorMeta, Trace, Var, compile_trace, cse, dce, iter_vars
 from symshape.ir.passes import draws, has_effect
 from symshape.ops import grad_mode
+from symshape.sym.expr import Symbol
 from symshape.trace.modules import MISSING
 from symshape.trace.reads import key, show
 
@@ -41,18 +42,22 @@ class Read:
     convert: object
     text: str
     where: object
+    eager: bool = False  # an op run eagerly (trace/eager.py): its tensors join the frame
 
     def describe(self) -> str:
-        """``"`if x.sum() > 0:` at model.py:12 in forward"``: the user's line."""
+        """``"`if x.sum() > 0:` at model.py:12 in forward"``: the user's line (an op
+        run eagerly: ``"`torch.stft` (no rule: it runs eagerly) at ..."``)."""
         line = _code(self.where.line) if self.where is not None else ""
-        what = f"`{line}`" if line else self.text
+        what = f"`{line}`" if line and not self.eager else self.text
         return f"{what} at {self.where}" if self.where is not None else what
 
     def reason(self, value) -> str:
         """Why a continuation was traced, in words."""
+        at = f" at {self.where}" if self.where is not None else ""
+        if self.eager:
+            return f"{self.describe()} returned {show(value)}; traced a new continuation"
         line = _code(self.where.line) if self.where is not None else ""
         what = f"`{line}`" if line else self.text
-        at = f" at {self.where}" if self.where is not None else ""
         return f"{what} read {show(value)}{at}; traced a new continuation"
 
 
@@ -92,6 +97,9 @@ class Path:
     segments: list
     values: tuple
     pending: bool  # the last segment ends in a read no value was traced for
+    # per read, the frame names of the tensors an op run eagerly there returned
+    results: tuple = ()
+    sizes: tuple = ()  # (index in the inputs, label) of each dynamic size of the inputs
 
     def __post_init__(self) -> None:
         self.keys = tuple(key(v) for v in self.values)  # what a read's value is compared by
@@ -166,8 +174,12 @@ def _node_sig(n: Node) -> tuple:
     )
 
 
-def build(ctx, b, marks: list, pending, output, out_spec, name: str, grad0: bool, target):
-    """Cut the recorded nodes at ``marks`` (and ``pending``) and compile each segment."""
+def build(
+    ctx, b, marks: list, pending, output, out_spec, name: str, grad0: bool, target, results=None
+):
+    """Cut the recorded nodes at ``marks`` (and ``pending``) and compile each segment.
+    ``results``: read index -> the Vars of what an op run eagerly there returned, which
+    no node makes: the frame hands them to the segments after that read."""
     from symshape.jit.tracer import _autograd, _simplify_metas, path_inputs, with_backward
 
     nodes = list(ctx.nodes)
@@ -180,6 +192,11 @@ def build(ctx, b, marks: list, pending, output, out_spec, name: str, grad0: bool
         for v in n.outputs:
             pos[id(v)] = i
             byid[id(v)] = v
+    made: set = set()  # ids of the Vars of eager results: in the frame from their read on
+    for j, m in enumerate(marks):
+        for v in (results or {}).get(j, ()):
+            pos[id(v)], byid[id(v)] = m.index - 0.5, v
+            made.add(id(v))
     final_out = list(iter_vars(output)) if pending is None else []
     bounds = [0] + [m.index for m in allm] + ([len(nodes)] if pending is None else [])
     nseg = len(bounds) - 1
@@ -234,12 +251,12 @@ def build(ctx, b, marks: list, pending, output, out_spec, name: str, grad0: bool
             m = allm[j]
             reach = live(m) | later[j]
             order = sorted(reach, key=lambda i: pos.get(i, -1))
-            mine = [byid[i] for i in order if lo <= pos.get(i, -1) < hi]
+            mine = [byid[i] for i in order if lo <= pos.get(i, -1) < hi and i not in made]
             out, spec = tuple(mine), None
             out_names = tuple(v.name for v in mine)
             keep = [byid[i] for i in reach if i in pos]
             sources = tuple(_source(ctx, x, input_index) for x in m.inputs)
-            read = Read(sources, m.convert, m.text, m.where)
+            read = Read(sources, m.convert, m.text, m.where, m.eager)
         t = Trace(f"segment{j}", inputs + frame_in, body, out, ctx.asserts, dict(ctx.constants))
         t = dce(cse(t))
         t.doc = f"segment {j} of {where_from}" + (
@@ -276,7 +293,11 @@ def build(ctx, b, marks: list, pending, output, out_spec, name: str, grad0: bool
             )
         )
     values = tuple(m.value for m in marks)
-    path = Path(Segmented(inputs), used, segs, values, pending is not None)
+    names = tuple(tuple(v.name for v in (results or {}).get(j, ())) for j in range(len(allm)))
+    sizes = tuple(
+        (k, ctx.env.info(v.meta).source) for k, v in enumerate(inputs) if isinstance(v.meta, Symbol)
+    )
+    path = Path(Segmented(inputs), used, segs, values, pending is not None, names, sizes)
     path.trace.path = path
     return path
 

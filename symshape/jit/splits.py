@@ -27,7 +27,7 @@ import torch
 
 from symshape.jit.outputs import unflatten
 from symshape.trace.errors import TracingError
-from symshape.trace.reads import key, show
+from symshape.trace.reads import EagerResult, key, show
 
 log = logging.getLogger("symshape")
 _RECOMPILES = {"symshape_log": "recompiles"}  # its SYMSHAPE_LOGS category (logs.py)
@@ -65,11 +65,16 @@ def run(jf, entry, inputs: tuple, m, args: tuple, kwargs: dict, fresh: bool = Fa
             torch._C._set_grad_enabled(grad0)
             r = seg.read
             value = r.convert(*[_fetch(s, inputs, frame) for s in r.sources])
+            made: list = []  # the tensors an op run eagerly returned (trace/eager.py)
+            if r.eager:  # its sizes that equal the inputs' dynamic sizes are theirs
+                sizes = {inputs[k]: label for k, label in reversed(path.sizes)}
+                value, made = EagerResult.of(value, sizes)
             frame = {k: v for k, v in frame.items() if k in seg.keep}
             if j < len(path.values) and path.keys[j] == key(value):
+                frame.update(zip(path.results[j], made))
                 j += 1
                 continue
-            nxt = _continue(jf, entry, j, value, m, args, kwargs, frame)
+            nxt = _continue(jf, entry, j, value, m, args, kwargs, frame, made)
             if nxt is None:  # past split_limit, nothing changed yet: the call runs eagerly
                 del frame
                 jf.stats.eager_calls += 1
@@ -101,19 +106,23 @@ def _same_point(p, path, j: int) -> bool:
     )
 
 
-def _continue(jf, entry, j: int, value, m, args, kwargs, frame):
+def _continue(jf, entry, j: int, value, m, args, kwargs, frame, made=()):
     """The entry (and its prologue's inputs) that goes on after segment ``j``
-    for ``value``: found among the entries, or traced; None: run eagerly."""
+    for ``value``: found among the entries, or traced; None: run eagerly. ``made``:
+    the tensors an op run eagerly returned, added to ``frame`` under the names of
+    the path taken."""
     path = entry.split
     k = key(value)
     for e in jf._entries:
         p = e.split
         if p is None or len(p.values) <= j or p.keys[j] != k or not _same_point(p, path, j):
             continue
-        if any(n not in frame for n in p.segments[j + 1].frame_in):
+        named = dict(zip(p.results[j], made))
+        if any(n not in frame and n not in named for n in p.segments[j + 1].frame_in):
             continue
         r = e.check(m, args, kwargs) if m is not None else e.check(args, kwargs)
         if type(r) is tuple:
+            frame.update(named)
             return e, r, False
     read = path.segments[j].read
     seen = {
@@ -124,7 +133,8 @@ def _continue(jf, entry, j: int, value, m, args, kwargs, frame):
     limit = jf._split_limit
     keep = True
     if len(seen) >= limit or j >= limit * 4:
-        pure = not any(s.effects for s in path.segments[: j + 1])
+        # an op that ran eagerly may have changed something too
+        pure = not any(s.effects or (s.read and s.read.eager) for s in path.segments[: j + 1])
         where = read.describe()
         if id(read.where) not in jf._split_warned:
             jf._split_warned.add(id(read.where))
@@ -154,6 +164,7 @@ def _continue(jf, entry, j: int, value, m, args, kwargs, frame):
                 "do the same each time. Fix: make it deterministic, or use fullgraph=True and "
                 "keep the value in a tensor."
             )
+        frame.update(zip(new.split.results[j], made))
         if any(n not in frame for n in new.split.segments[j + 1].frame_in):
             missing = [n for n in new.split.segments[j + 1].frame_in if n not in frame]
             raise TracingError(

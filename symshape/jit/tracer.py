@@ -276,6 +276,7 @@ def _trace_once(
             if global_writes is not None:
                 stored = global_writes.take(lambda obj: b.const(obj, "_w"))
         marks = ctx.split.marks if ctx.split is not None else []
+        results = ctx.split.results if ctx.split is not None else {}
         ctx.split, ctx.env.on_data = None, None  # the rest (outputs, backward) reads nothing
         if pending is None:
             stores = _stores(b, swapped.writes(), writes, slot_writes()) + stored
@@ -311,7 +312,9 @@ def _trace_once(
     if draws and (marks or pending is not None):
         raise DrawsEagerly(draws.split_message())
     if marks or pending is not None:  # Python read tensor data: one segment per read
-        split = segments.build(ctx, b, marks, pending, output, out_spec, name, grad, target)
+        split = segments.build(
+            ctx, b, marks, pending, output, out_spec, name, grad, target, results
+        )
         trace, used, grad = split.trace, split.used, None
     else:
         trace = Trace("computation", [], list(ctx.nodes), output, ctx.asserts, dict(ctx.constants))

@@ -23,6 +23,7 @@ from symshape.ops.registry import BY_NAME, OpDef, define, register, tensor_metho
 from symshape.sym import DataDependentError
 from symshape.sym import expr as E
 from symshape.sym import logic as L
+from symshape.trace.errors import unsupported_form
 from symshape.trace.proxy import TensorProxy
 
 I64 = torch.int64
@@ -57,7 +58,7 @@ NONZERO_TUPLE = define(
 @register("nonzero", "symshape.ops.runtime.nonzero", torch.nonzero, tensor_method("nonzero"))
 def nonzero(ctx, op, input, *, as_tuple=False, out=None):
     if out is not None:
-        raise NotImplementedError("nonzero(out=...) is not supported while tracing")
+        raise unsupported_form("nonzero(out=...) is not supported while tracing")
     m = ctx.meta(input)
     u = _count(ctx, f"nonzero({_name(input)})", numel(m.shape))
     if as_tuple:
@@ -308,7 +309,7 @@ def _tolist_rule(ctx, op, input):
     if m.dtype is torch.bool:
         _bool_from_data(ctx, f"{_name(input)}.tolist()")
     if m.dtype.is_floating_point or m.dtype.is_complex:
-        raise NotImplementedError(
+        raise unsupported_form(
             "tolist() of a floating-point tensor while tracing is not supported; keep the values in a tensor"
         )
     lo, hi = (0, 1) if m.dtype is torch.bool else _int_range(m.dtype)

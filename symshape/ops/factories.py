@@ -35,7 +35,7 @@ from symshape.ops.views import show
 from symshape.sym import expr as E
 from symshape.sym import logic as L
 from symshape.trace import symfloat as SF
-from symshape.trace.errors import TracingError
+from symshape.trace.errors import TracingError, unsupported_form
 
 _SIZED = ("dtype", "layout", "device", "requires_grad", "pin_memory")
 _OPTIONS = (*_SIZED, "memory_format")  # empty and *_like also take a memory format
@@ -65,13 +65,13 @@ def _options(op, options: dict, dtype, device, allowed=_SIZED, ctx=None):
     received, emitted as its Var (``generator_kw``)."""
     for k in options:
         if k == "out":
-            raise NotImplementedError(f"{op.name}(out=...) is not supported while tracing")
+            raise unsupported_form(f"{op.name}(out=...) is not supported while tracing")
         if k == "generator" and options[k] is not None and ctx is None:
             raise TypeError(f"{op.name}() got an unexpected keyword argument 'generator'")
         if k not in allowed and k != "generator":
             raise TypeError(f"{op.name}() got an unexpected keyword argument '{k}'")
     if options.get("layout") not in (None, torch.strided):
-        raise NotImplementedError(f"{op.name}: only layout=torch.strided is supported")
+        raise unsupported_form(f"{op.name}: only layout=torch.strided is supported")
     emitted = {}
     if options.get("dtype") is not None:
         dtype = emitted["dtype"] = options["dtype"]

@@ -190,13 +190,15 @@ def _rule(ctx, op, *args, **kwargs):
         outs, differentiable = _meta_run(ctx, func, args, kwargs)
     except FallbackRefused as e:
         if e.data_dependent:
-            raise DataDependentError(
+            err = DataDependentError(
                 f"`{name}` has no rule, and its output's size depends on the data ({e})"
                 + (f"\n  at {where.describe()}" if where else "")
                 + "\nData-dependent sizes need a rule of their own. Fix: compute this "
                 "outside symshape.jit, or rewrite it with supported ops.",
                 location=where,
-            ) from None
+            )
+            err.no_rule = True  # with splitting on, the op runs eagerly (trace/eager.py)
+            raise err from None
         err = UnsupportedOpError(
             name, where, f"The generic fallback (PyTorch's meta kernels) cannot trace it: {e}"
         )

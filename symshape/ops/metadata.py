@@ -17,6 +17,7 @@ from symshape.ops.views import eager_layout
 from symshape.sym import DataDependentError
 from symshape.sym import logic as L
 from symshape.sym.source import user_location
+from symshape.trace.eager import eager_call
 from symshape.trace.errors import TracingError
 
 
@@ -113,8 +114,14 @@ def _numel(ctx, t):
     return ctx.symint(numel(ctx.meta(t).shape))
 
 
-def _data_read(what: str):
+def _data_read(what: str, method=None):
+    """A read of the data into a Python object (``Tensor.numpy()``): with splitting
+    on, it runs eagerly at a split (trace/eager.py), the continuation traced for
+    the values read; else an error naming the line."""
+
     def rule(ctx, t, *args, **kwargs):
+        if method is not None and ctx.split is not None:
+            return eager_call(ctx, method, what, (t, *args), kwargs, "it reads the data")
         where = user_location()
         raise DataDependentError(
             f"`{what}` reads the data of a tensor while tracing, and that data is only known "
@@ -175,7 +182,7 @@ _getter("hash", lambda ctx, t: id(t), tensor_method("__hash__"))
 _getter("repr", _repr, tensor_method("__repr__"), tensor_method("__str__"))
 _getter("format", lambda ctx, t, spec="": _repr(ctx, t), tensor_method("__format__"))
 _getter("dim_order", lambda ctx, t, **k: tuple(range(ctx.meta(t).ndim)), tensor_method("dim_order"))
-_getter("numpy", _data_read("Tensor.numpy()"), tensor_method("numpy"))
+_getter("numpy", _data_read("Tensor.numpy()", S.numpy), tensor_method("numpy"))
 
 
 # -- int(t), float(t), bool(t): a Python number of the data ------------------------------------

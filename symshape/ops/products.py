@@ -32,6 +32,7 @@ from symshape.ops.registry import register, tensor_method
 from symshape.ops.views import decide, show
 from symshape.sym import expr as E
 from symshape.sym import logic as L
+from symshape.trace.errors import unsupported_form
 
 _VF = torch._C._VariableFunctions
 
@@ -164,7 +165,7 @@ def inner(input, other):
 
 def _tensordot_dims(a_nd: int, b_nd: int, dims):
     if isinstance(dims, torch.Tensor):
-        raise NotImplementedError("tensordot with a tensor of dims is not supported while tracing")
+        raise unsupported_form("tensordot with a tensor of dims is not supported while tracing")
     if isinstance(dims, int):
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
@@ -200,7 +201,7 @@ tensordot_builtin = register("tensordot", "torch._C._VariableFunctions.tensordot
 @register("tensordot_py", "torch.tensordot")
 def tensordot(ctx, op, a, b, dims=2, out=None):
     if out is not None:
-        raise NotImplementedError("tensordot(out=...) is not supported while tracing")
+        raise unsupported_form("tensordot(out=...) is not supported while tracing")
     if isinstance(dims, torch.SymInt):  # how many dims contract: the output's rank
         dims = concrete(ctx, dims, "tensordot: dims")
     da, db = _tensordot_dims(ctx.meta(a).ndim, ctx.meta(b).ndim, dims)

@@ -30,6 +30,7 @@ from symshape.ops._helpers import (
     result_type,
 )
 from symshape.ops.registry import BY_NAME, OpDef, define, register, tensor_method
+from symshape.trace.errors import unsupported_form
 
 
 def _real(dtype: torch.dtype) -> torch.dtype:
@@ -428,7 +429,7 @@ def _norm(ctx, op, input, p="fro", dim=None, keepdim=False, out=None, dtype=None
     if isinstance(out, torch.dtype):  # Tensor.norm(p, dim, keepdim, dtype)
         out, dtype = None, out
     if out is not None:
-        raise NotImplementedError("torch.norm(out=...) is not supported while tracing")
+        raise unsupported_form("torch.norm(out=...) is not supported while tracing")
     if isinstance(dim, (int, torch.SymInt)):
         dim = [dim]
     if isinstance(p, str):

@@ -24,6 +24,7 @@ from symshape.ops.nn import expect, functional, out, show
 from symshape.ops.registry import BY_NAME, register
 from symshape.sym import expr as E
 from symshape.sym import logic as L
+from symshape.trace.errors import unsupported_form
 
 # -- padding -------------------------------------------------------------------------------
 
@@ -198,7 +199,7 @@ def _upsample(n: int, align: bool):
 def _upsample_rule(ctx, op, n, align, input, output_size, align_corners, scale_factors):
     spatial = "DHW"[3 - n :]
     if isinstance(scale_factors, (int, float)):
-        raise NotImplementedError(
+        raise unsupported_form(
             f"{op.name} with one scale per dimension (scales_h=, scales_w=...) is not "
             "supported while tracing; pass scale_factors=[...] (the overload F.interpolate "
             "calls) or call F.interpolate"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import torch
 
 from symshape.ops.registry import BY_NAME, register
+from symshape.trace.errors import unsupported_form
 
 _KERNELS = ("lstm", "gru", "rnn_tanh", "rnn_relu")
 
@@ -37,7 +38,7 @@ def _rule(name: str):
         batch_first=None,  # absent from the packed overload, (data, batch_sizes, hx, ...)
     ):
         if isinstance(hx, torch.Tensor) and ctx.meta(hx).ndim == 1:  # batch_sizes: packed
-            raise NotImplementedError(
+            raise unsupported_form(
                 f"torch.{name} with a PackedSequence is not supported while tracing; pass "
                 "padded tensors (and a mask) instead"
             )

@@ -21,6 +21,7 @@ from symshape.ops.registry import BY_NAME, attribute, register, tensor_method
 from symshape.ops.views import decide, show, strides_of, view_meta
 from symshape.sym import expr as E
 from symshape.sym import logic as L
+from symshape.trace.errors import unsupported_form
 
 _VF = torch._C._VariableFunctions
 
@@ -482,7 +483,7 @@ def view_as_complex(ctx, op, input):
     if m.ndim == 0 or not decide(ctx, L.eq(m.shape[-1], 2)):
         raise RuntimeError("Tensor must have a last dimension of size 2")
     if m.strides is not None:
-        raise NotImplementedError(
+        raise unsupported_form(
             "view_as_complex of a non-contiguous input is not supported while tracing"
         )
     return ctx.emit(op, (input,), {}, ctx.out_meta(m.shape[:-1], _COMPLEX_OF[m.dtype], m.device))

@@ -107,9 +107,9 @@ class TraceContext:
         self.split = state
         self.env.on_data = self._on_data
 
-    def read(self, kind: str, inputs: tuple, convert: Callable, text: str):
-        """A value of the data Python reads (reads.py)."""
-        return reads.read(self, kind, inputs, convert, text)
+    def read(self, kind: str, inputs: tuple, convert: Callable, text: str, eager: bool = False):
+        """A value of the data Python reads (reads.py), or an op run eagerly (eager.py)."""
+        return reads.read(self, kind, inputs, convert, text, eager)
 
     def _on_data(self, kind: str, s, where):
         """The ShapeEnv needs a decision or a value that depends on data."""

@@ -21,3 +21,17 @@ class UnsupportedOpError(TracingError):
         super().__init__(msg)
         self.op_name = op_name
         self.where = where
+
+
+def unsupported_form(what: str) -> UnsupportedOpError:
+    """An op whose rule cannot trace this form of call (``what`` says which and the
+    fix). With splitting on, the call runs eagerly (trace/eager.py); with
+    ``fullgraph=True`` this is the error, at the user's line."""
+    from symshape.sym.source import user_location
+
+    where = user_location()
+    e = UnsupportedOpError.__new__(UnsupportedOpError)
+    at = f"\n  called at {where.describe()}" if where is not None else ""
+    TracingError.__init__(e, f"{what}{at}")
+    e.op_name, e.where = what.split(" ")[0], where
+    return e

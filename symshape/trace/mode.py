@@ -22,9 +22,11 @@ import torch.random
 from torch.autograd import Function
 from torch.overrides import TorchFunctionMode
 
+from symshape.sym import DataDependentError
 from symshape.sym.source import user_location
 from symshape.trace import vmap
 from symshape.trace.construction import check_building
+from symshape.trace.eager import eager_call
 from symshape.trace.errors import TracingError, UnsupportedOpError
 from symshape.trace.inline import body
 from symshape.trace.patching import Patches
@@ -91,14 +93,38 @@ class TracingMode(TorchFunctionMode):
         if op is None:
             inlined = body(func)  # a Python function of torch's: its own ops are traced
             if inlined is None:
-                raise UnsupportedOpError(op_name(func), user_location())
+                return self._untraceable(
+                    func,
+                    args,
+                    kwargs,
+                    "no rule",
+                    UnsupportedOpError(op_name(func), user_location()),
+                )
             with self:
                 return inlined(*args, **(kwargs or {}))
         if any(type(a) is type for a in args) or (
             kwargs and any(type(v) is type for v in kwargs.values())
         ):
             args, kwargs = _torch_dtypes(args, kwargs or {})
-        return op.rule(self.ctx, op, *args, **(kwargs or {}))
+        try:
+            return op.rule(self.ctx, op, *args, **(kwargs or {}))
+        except UnsupportedOpError as e:
+            return self._untraceable(func, args, kwargs, "no rule", e)
+        except DataDependentError as e:
+            if not getattr(e, "no_rule", False):
+                raise
+            return self._untraceable(func, args, kwargs, "its output size depends on data", e)
+
+    def _untraceable(self, func, args, kwargs, why: str, error: Exception):
+        """An op symshape cannot trace: run eagerly at a split of the trace
+        (eager.py), or ``error`` where the trace does not split."""
+        kwargs = kwargs or {}
+        if _creates_graph(func, args, kwargs):  # its backward would differentiate a trace's
+            raise error
+        out = eager_call(self.ctx, func, op_name(func), args, kwargs, why)
+        if out is None:
+            raise error
+        return out
 
     def __enter__(self):
         _routing.push(self)
@@ -113,6 +139,16 @@ class TracingMode(TorchFunctionMode):
             return super().__exit__(*exc)
         finally:
             _routing.pop()
+
+
+def _creates_graph(func, args: tuple, kwargs: dict) -> bool:
+    """``torch.autograd.grad(..., create_graph=True)`` or ``backward(create_graph=True)``:
+    a second-order gradient through the trace's backward, which is not differentiable."""
+    if func is torch.autograd.grad:
+        return bool(kwargs.get("create_graph", args[4] if len(args) > 4 else False))
+    if func is torch.Tensor.backward:
+        return bool(kwargs.get("create_graph", args[3] if len(args) > 3 else False))
+    return False
 
 
 # (module, attribute): Python-level torch functions routed to their rules while tracing;

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+import torch.utils._pytree as pytree
 
 from symshape.ir import Var
 from symshape.sym import DataDependentError
@@ -50,6 +51,7 @@ class Mark:
     grad: bool  # grad mode at the read
     live: list  # ids of the Vars whose proxies were alive at the read
     value: Any = None  # the value it was given (a mark the attempt stopped at has none)
+    eager: bool = False  # an op run eagerly: its value is an EagerResult (eager.py)
 
 
 @dataclass
@@ -61,6 +63,8 @@ class SplitState:
     marks: list = field(default_factory=list)
     live: weakref.WeakSet = field(default_factory=weakref.WeakSet)
     floats: dict = field(default_factory=dict)  # id(Var) of a float read -> its value
+    # read index -> the Vars standing for the tensors an op run eagerly there returned
+    results: dict = field(default_factory=dict)
 
     def value(self, i: int):
         """The known value of read ``i``, fresh (a list Python may change is a copy)."""
@@ -68,10 +72,79 @@ class SplitState:
         return copy.deepcopy(v) if isinstance(v, (list, dict)) else v
 
 
+@dataclass(frozen=True)
+class SizeOf:
+    """A size of an op's eager result that equals a dynamic size of the call's inputs
+    (``label``: ``x.size(0)``): the continuation takes that size's symbol, so calls
+    at other sizes run it too. Compared by the label only."""
+
+    label: str
+    value: int = field(compare=False)
+
+    def __repr__(self) -> str:
+        return self.label
+
+
+@dataclass(frozen=True)
+class TensorValue:
+    """A tensor an op run eagerly at a split returned, as the continuation is traced
+    for it: by its metadata, never its data (a path keeps no tensor alive)."""
+
+    shape: tuple  # int, or SizeOf where it equals a dynamic size of the inputs
+    stride: tuple
+    dtype: torch.dtype
+    device: torch.device
+    requires_grad: bool
+
+    @classmethod
+    def of(cls, t: torch.Tensor, sizes: dict) -> TensorValue:
+        """``sizes``: value -> label of the inputs' dynamic sizes at this call."""
+        if t.is_contiguous():
+            shape = tuple(SizeOf(sizes[d], d) if d in sizes else d for d in t.shape)
+            stride = None
+        else:  # its strides are those of these sizes: kept static
+            shape, stride = tuple(t.shape), tuple(t.stride())
+        return cls(shape, stride, t.dtype, t.device, t.requires_grad)
+
+    def __repr__(self) -> str:
+        dims = ", ".join(map(str, self.shape))
+        grad = ", requires_grad" if self.requires_grad else ""
+        return f"a tensor {str(self.dtype)[6:]}[{dims}]{grad}"
+
+
+@dataclass(frozen=True)
+class EagerResult:
+    """What an op run eagerly at a split returned (``eager_call``): its structure,
+    each tensor as a ``TensorValue``; the tensors themselves go into the frame."""
+
+    spec: Any  # torch.utils._pytree.TreeSpec
+    leaves: tuple  # TensorValue or a Python value
+
+    @classmethod
+    def of(cls, out, sizes: dict) -> tuple[EagerResult, list]:
+        """The description of ``out`` and its tensors, in order (``sizes``: see
+        ``TensorValue.of``)."""
+        leaves, spec = pytree.tree_flatten(out)
+        tensors = [x for x in leaves if isinstance(x, torch.Tensor)]
+        return cls(spec, tuple(TensorValue.of(x, sizes) if isinstance(x, torch.Tensor) else x
+                               for x in leaves)), tensors  # fmt: skip
+
+    def __repr__(self) -> str:
+        if len(self.leaves) == 1:
+            return repr(self.leaves[0])
+        return "(" + ", ".join(map(repr, self.leaves)) + ")"
+
+
 def key(value) -> Any:
     """A hashable key that tells apart what a continuation may tell apart: a list
     becomes a tuple, a float its exact bits (``-0.0`` and ``nan`` included)."""
     t = type(value)
+    if t is EagerResult:
+        return ("eager", str(value.spec), tuple(key(x) for x in value.leaves))
+    if t is TensorValue:
+        return ("tensor", value)
+    if t.__module__ == "numpy" and t.__name__ == "ndarray":  # read by .numpy(): its values
+        return ("ndarray", str(value.dtype), value.shape, value.tobytes())
     if t is list or t is tuple:
         return (t.__name__, *(key(x) for x in value))
     if t is float:
@@ -87,10 +160,10 @@ def show(value) -> str:
     return s if len(s) <= 60 else s[:57] + "..."
 
 
-def read(ctx, kind: str, inputs: tuple, convert: Callable, text: str):
+def read(ctx, kind: str, inputs: tuple, convert: Callable, text: str, eager: bool = False):
     """Python reads a value of the data: the known value of this read, or
     ``NeedRead``; ``None`` when the trace does not split (the caller then
-    refuses, as without splitting)."""
+    refuses, as without splitting). ``eager``: an op run eagerly (eager.py)."""
     sp = ctx.split
     if sp is None:
         return None
@@ -108,6 +181,7 @@ def read(ctx, kind: str, inputs: tuple, convert: Callable, text: str):
     args = tuple(x if type(x) is Var else ctx.arg(x) for x in inputs)
     live = [id(p._ss_var) for p in sp.live if p._ss_ctx is ctx]
     mark = Mark(len(ctx.nodes), args, convert, text, where, torch.is_grad_enabled(), live)
+    mark.eager = eager
     i = len(sp.marks)
     if i < len(sp.known):
         mark.value = sp.known[i]

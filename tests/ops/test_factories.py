@@ -174,8 +174,10 @@ def test_errors(fn, error):
 
 
 def test_unsupported_options_are_refused_not_ignored():
-    with pytest.raises(NotImplementedError):
-        symshape.jit(lambda x: torch.zeros(2, layout=torch.sparse_coo))(torch.randn(4, 3))
+    fn = lambda x: torch.zeros(2, layout=torch.sparse_coo)  # noqa: E731
+    with pytest.raises(symshape.UnsupportedOpError, match=r"layout=torch\.strided"):
+        symshape.jit(fn, fullgraph=True)(torch.randn(4, 3))
+    assert symshape.jit(fn)(torch.randn(4, 3)).layout == torch.sparse_coo  # run eagerly
     # a generator the code closes over cannot be named by the trace (pass it as an
     # argument instead: tests/jit/test_generator_input.py)
     g = torch.Generator()

@@ -146,10 +146,15 @@ def test_users_custom_op_with_a_fake_impl():
     assert str(out.meta) == f"f32[2*s0, s1]{where}"
 
 
-def test_data_dependent_output_refuses():
-    fn = lambda x: torch.ops.aten.masked_select.default(x, x > 0.5)  # noqa: E731
+def test_data_dependent_output_refuses_under_fullgraph_and_runs_eagerly_else():
+    fn = lambda x: torch.ops.aten.masked_select.default(x, x > 0.5) * 2  # noqa: E731
     with pytest.raises(symshape.DataDependentError, match=r"masked_select.*depends on the data"):
-        symshape.jit(fn, dynamic=True)(torch.rand(4, 3))
+        symshape.jit(fn, dynamic=True, fullgraph=True)(torch.rand(4, 3))
+    jf = symshape.jit(fn, dynamic=True)  # a split: the op runs eagerly (trace/eager.py)
+    for n in (4, 5, 4):
+        x = torch.rand(n, 3)
+        torch.testing.assert_close(jf(x), fn(x))
+    assert jf.stats.splits >= 1
 
 
 @pytest.mark.parametrize(
@@ -165,7 +170,20 @@ def test_data_dependent_output_refuses():
 )
 def test_refusals_say_why(fn, why):
     with pytest.raises(symshape.UnsupportedOpError, match=why):
-        symshape.jit(fn, dynamic=True)(torch.rand(3, 4))
+        symshape.jit(fn, dynamic=True, fullgraph=True)(torch.rand(3, 4))
+    # without fullgraph the trace splits there and the op runs eagerly, as without symshape
+    jf = symshape.jit(fn, dynamic=True)
+    for n in (3, 4):
+        x = torch.rand(n, 4)
+        x2 = x.clone()
+        torch.manual_seed(0)
+        want = fn(x)
+        torch.manual_seed(0)
+        got = jf(x2)
+        if isinstance(want, torch.Tensor) and want.is_sparse:
+            want, got = want.to_dense(), got.to_dense()
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(x2, x)  # what it wrote into its argument, as in eager
 
 
 def test_log_line_names_the_op(caplog):

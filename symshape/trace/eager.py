@@ -1,0 +1,86 @@
+"""Ops symshape cannot trace, run eagerly where the trace splits.
+
+An op with no rule and no meta kernel (``torch.hann_window`` on some releases,
+``pack_padded_sequence``'s helpers, a third-party C++ op), or one whose output
+size depends on its data and has no rule, cannot be recorded. With splitting on
+(``symshape.jit``'s default) the trace splits there, as at a read of tensor
+data (``reads.py``): the part before runs as a segment, the op runs eagerly on
+that call's real values, and the rest of the call runs a continuation traced
+for what it returned::
+
+    segment0(x)          -> y, the op's inputs
+    torch.stft(y, ...)   -> runs eagerly, with autograd (gradients flow across)
+    segment1(x, frame, result) -> the call's outputs
+
+The continuation is traced for the op's result by its metadata (``EagerResult``:
+each tensor's shape, strides, dtype, device and requires_grad), so calls whose
+op returns the same kind of tensor run the same segments, and a path keeps no
+tensor alive. The op runs in the grad mode of its call site. ``fullgraph=True``
+and export refuse the op, as without splitting.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.utils._pytree as pytree
+
+from symshape.ir import TensorMeta
+from symshape.trace.reads import EagerResult, SizeOf, TensorValue
+
+_SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def _traced(x) -> bool:
+    return type(x).__name__ == "TensorProxy" or isinstance(x, _SYMBOLIC)
+
+
+def eager_call(ctx, func, name: str, args: tuple, kwargs: dict, why: str):
+    """``func(*args, **kwargs)``, run eagerly when the call runs: a split of the
+    trace, whose continuation takes what the op returned. ``None`` when the trace
+    does not split (the caller refuses the op)."""
+    if ctx.split is None:
+        return None
+    leaves, spec = pytree.tree_flatten((args, kwargs))
+    dyn = [k for k, x in enumerate(leaves) if _traced(x)]
+    inputs = tuple(ctx.arg(leaves[k]) for k in dyn)
+    taken = set(dyn)
+    fixed = [None if k in taken else x for k, x in enumerate(leaves)]  # no proxy kept
+    grad = torch.is_grad_enabled()
+
+    def convert(*values):
+        now = list(fixed)
+        for k, v in zip(dyn, values):
+            now[k] = v
+        a, kw = pytree.tree_unflatten(now, spec)
+        with torch.set_grad_enabled(grad):
+            return func(*a, **kw)
+
+    text = f"`{name}` ({why}: it runs eagerly)"
+    value = ctx.read("eager", inputs, convert, text, eager=True)
+    return _standing_for(ctx, len(ctx.split.marks) - 1, value)
+
+
+def _standing_for(ctx, i: int, value: EagerResult):
+    """Proxies for the tensors of read ``i``'s result: inputs of the continuation,
+    handed over through the frame (``jit/segments.py``)."""
+    out, made = [], []
+    by_label = {i.source: i for i in ctx.env.symbols if i.backed}
+    for x in value.leaves:
+        if type(x) is TensorValue:
+            shape = tuple(_size(by_label, d) for d in x.shape)
+            meta = TensorMeta(shape, x.dtype, x.device, x.requires_grad, x.stride)
+            var = ctx.new_var("e", meta)
+            made.append(var)
+            x = ctx.proxy(var, meta)
+        out.append(x)
+    ctx.split.results[i] = made
+    return pytree.tree_unflatten(out, value.spec)
+
+
+def _size(by_label: dict, d):
+    """A size of an eager result: the symbol of the input size it equals, where this
+    trace has one (a size the prologue keeps static is its value: it is guarded)."""
+    if type(d) is not SizeOf:
+        return d
+    info = by_label.get(d.label)
+    return info.symbol if info is not None and info.hint == d.value else d.value
