@@ -266,6 +266,7 @@ class JitFunction:
     def __call__(self, *args, **kwargs):
         if _tracing() is not None:  # called from code being traced: inline it into that trace
             return self._fn(*args, **kwargs)
+        self.stats.calls += 1  # every call, those that fail included
         try:
             out = self._cached(args, kwargs)
             return self._miss(args, kwargs) if out is _MISS else out

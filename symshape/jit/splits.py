@@ -139,13 +139,25 @@ def _continue(jf, entry, j: int, value, m, args, kwargs, frame, made=()):
         if id(read.where) not in jf._split_warned:
             jf._split_warned.add(id(read.where))
             what = "runs eagerly" if pure else "is traced for that call alone"
+            if len(seen) >= limit:
+                count = f"has taken {len(seen)} values (split_limit={limit})"
+                again = "reads another value there"
+            else:  # a loop over data: one more read in the same call
+                count = (
+                    f"was read {j + 1} times in one call (a path traces at most "
+                    f"4 * split_limit = {4 * limit} reads)"
+                )
+                again = "reads it more often"
             msg = (
-                f"symshape.jit({jf.__name__}): {where} has taken {len(seen)} values "
-                f"(split_limit={limit}); a call that reads another value there {what}. "
+                f"symshape.jit({jf.__name__}): {where} {count}; a call that {again} {what}. "
                 "Fix: keep the value in a tensor (torch.where) instead of deciding on it in "
                 "Python, or raise split_limit."
             )
-            warnings.warn(msg, SplitLimitWarning, stacklevel=4)
+            if read.where is not None:  # at the user's line, whatever called the function
+                w = read.where
+                warnings.warn_explicit(msg, SplitLimitWarning, w.filename, w.lineno)
+            else:
+                warnings.warn(msg, SplitLimitWarning, stacklevel=4)
             log.info(msg, extra=_RECOMPILES)  # the warning is the printed copy
         if pure:
             return None

@@ -17,6 +17,9 @@ class Stats:
     ``"codegen"`` (compiling the computation and backward). The ``symshape``
     logger prints each trace's split at debug level."""
 
+    calls: int = 0  # every call of the function, those that raised included
+    # traces made (continuations included); calls whose prologue accepted the call; calls
+    # that ran eagerly (past a limit, an input no trace stands for), those that traced too
     compiles: int = 0
     cache_hits: int = 0
     eager_calls: int = 0
@@ -38,11 +41,6 @@ class Stats:
     # calls run eagerly because the traced code changed the module tree (construction.py)
     module_changes: int = 0
     phase_ms: dict = field(default_factory=dict)
-
-    @property
-    def calls(self) -> int:
-        # a continuation is traced within a call that also counts as a hit or a compile
-        return self.cache_hits + self.compiles - self.continuations + self.eager_calls
 
     def __repr__(self) -> str:
         return (

@@ -406,3 +406,24 @@ def test_assigning_through_a_mask_checks_the_count_when_it_runs():
     run_against_eager(fn, [(torch.zeros(4), mask, torch.ones(1))], grad=True)  # broadcast
     with pytest.raises(RuntimeError, match="shape mismatch"):  # eager's error, at run time
         f(torch.zeros(4), mask, torch.ones(3))
+
+
+def test_a_loop_past_the_reads_per_path_limit_warns_at_the_users_line_with_the_count():
+    def halve(x):
+        while x.norm() > 1:  # the read
+            x = x / 2
+        return x
+
+    jf = symshape.jit(halve, split_limit=2)
+    with pytest.warns(symshape.SplitLimitWarning) as ws:
+        out = jf(torch.full((4,), 1e6))
+    assert torch.equal(out, halve(torch.full((4,), 1e6)))
+    (w,) = [w for w in ws if issubclass(w.category, symshape.SplitLimitWarning)]
+    import linecache
+
+    assert w.filename == __file__
+    assert "while x.norm() > 1" in linecache.getline(w.filename, w.lineno)
+    assert "was read 9 times in one call" in str(w.message) and "4 * split_limit = 8" in str(
+        w.message
+    )
+    assert jf.stats.calls == 1 and jf.stats.eager_calls == 1
