@@ -46,6 +46,7 @@ else:
     from symshape.jit.api import CacheLimitWarning
     from symshape.jit.backends import BackendWarning
     from symshape.jit.cudagraphs import CudaGraphWarning
+    from symshape.jit.explain import Explanation
     from symshape.jit.splits import SplitLimitWarning
     from symshape.jit.vjp import VJP, vjp
     from symshape.ops import supported_ops
@@ -67,6 +68,7 @@ __all__ = [
     "CudaGraphWarning",
     "DataDependentError",
     "Dim",
+    "Explanation",
     "ExportSpecError",
     "ExportedProgram",
     "InputSpecError",

@@ -30,6 +30,7 @@ from symshape.ir.codegen import Lazy
 from symshape.jit import backends, cudagraphs, splits, wrapping
 from symshape.jit.cache_limit import cache_limit_message, user_stacklevel
 from symshape.jit.draws import DrawsEagerly, decision_message, keeping_random, not_drawing
+from symshape.jit.explain import Explanation, explain
 from symshape.jit.outputs import unflatten
 from symshape.jit.policy import Dim, Policy, normalize_dims
 from symshape.jit.prologue import InputSpecErrorAtTrace, UntraceableInput
@@ -179,8 +180,10 @@ class TraceEntry:
         c = p.checks[k]
         found = None
         if c.found:
+            fn = p.explain_fn  # its globals: those of the prologue
+            fn = fn.compiled() if isinstance(fn, Lazy) else fn
             try:
-                found = eval(c.found, dict(p.fn.__globals__), local)
+                found = eval(c.found, dict(fn.__globals__), local)
             except Exception as e:
                 found = f"<{type(e).__name__}>"
         if c.kind == "state":  # the check's reason is its own words: `cfg.scale changed ...`
@@ -474,6 +477,14 @@ class JitFunction:
         """The cache entries, newest last."""
         return list(reversed(self._entries))
 
+    def explain(self, *args, **kwargs) -> Explanation:
+        """What a call with these arguments would do, without doing it (the job of
+        ``torch._dynamo.explain``): the trace it would run, or why each trace rejects
+        it and what the new trace would be; its guards with your lines; where it
+        would split and why. Nothing is kept and nothing runs (``explain.py``)."""
+        with self._lock:
+            return explain(self, args, kwargs)
+
     def split_tree(self) -> str:
         """Where the traces split at reads of tensor data, and the values each path
         was traced for: one line per path, its reads in order (``splits.py``)."""
@@ -626,6 +637,10 @@ class JitModule(nn.Module):
     def traces(self) -> list[TraceEntry]:
         fwd = self.__dict__.get("_fwd")
         return self._jit.traces() + (fwd.traces() if fwd is not None else [])
+
+    def explain(self, *args, **kwargs) -> Explanation:
+        """What ``self(*args, **kwargs)`` would do (``JitFunction.explain``)."""
+        return self._jit.explain(*args, **kwargs)
 
     def reset(self) -> None:
         with self._jit._lock:
