@@ -17,6 +17,7 @@ import copy
 import functools
 import inspect
 import logging
+import re
 import threading
 import types
 import warnings
@@ -186,6 +187,8 @@ class TraceEntry:
                 found = eval(c.found, dict(fn.__globals__), local)
             except Exception as e:
                 found = f"<{type(e).__name__}>"
+        if type(found) is str:
+            found = _tidy(found)
         if c.kind == "state":  # the check's reason is its own words: `cfg.scale changed ...`
             return "state", str(found)
         if c.kind == "guard":
@@ -195,6 +198,21 @@ class TraceEntry:
 
     def __repr__(self) -> str:
         return f"<TraceEntry {len(self.computation)} nodes, {len(self._t.guards)} guards>"
+
+
+# torch's TensorGuards text for a non-tensor where a tensor was traced, in its words
+_NOT_A_TENSOR = re.compile(
+    r"expected type of '(.+?)' to be a tensor type, ' but found <class '(.+?)'>"
+)
+
+
+def _tidy(found: str) -> str:
+    """A check's finding in plain words (torch's guard text is garbled for a
+    non-tensor: ``expected type of 'x' to be a tensor type, ' but found ...``)."""
+    m = _NOT_A_TENSOR.search(found)
+    if m is not None:
+        return f"{m.group(1)} is a {m.group(2).rsplit('.', 1)[-1]}, not a tensor"
+    return found
 
 
 def _pairs(found):
@@ -755,6 +773,7 @@ def jit(
     backend="eager",
     mode: str | None = None,
     graph_limit: int = 16,
+    options: dict | None = None,
 ):
     """Trace ``fn`` (a function or an ``nn.Module``) into symbolic-shape traces.
 
@@ -777,7 +796,17 @@ def jit(
     ``mode``: ``"reduce-overhead"`` replays each trace as a CUDA graph per call
     signature, on eager kernels or the back end's (``backend="cudagraphs"`` says
     the same); at most ``graph_limit`` graphs (``jit/cudagraphs.py``).
+    ``options``: torch.compile's back-end options have no meaning here; refused with
+    what exists.
     """
+    if options is not None:
+        raise TypeError(
+            f"symshape.jit takes no options= (found {options!r}): it has no back-end "
+            "options of its own. What exists: dynamic=, dims=, fullgraph=, cache_limit=, "
+            "split_limit=, backend= (a torch.compile back end, which takes its own "
+            "options through torch._inductor.config), mode=None|'reduce-overhead', "
+            "graph_limit=."
+        )
     options = dict(
         dynamic=dynamic, dims=dims, cache_limit=cache_limit, fullgraph=fullgraph,
         split_limit=split_limit, backend=backend, mode=mode, graph_limit=graph_limit,

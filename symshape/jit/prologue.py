@@ -244,7 +244,7 @@ class Builder(ObjectInputs):
             self.fail(
                 f"type({src}) is not str or {src} != {value!r}",
                 f"{label} == {value!r}",
-                src,
+                f"repr({src})",
                 into=out,
             )
             return value
@@ -261,10 +261,11 @@ class Builder(ObjectInputs):
             loc = self.local(f"_{label}")
             out.append(f"{loc} = {src}")
             tn = self.const(t, "_T")
+            self.globals["_described"] = described
             self.fail(
                 f"type({loc}) is not {tn} or len({loc}) != {len(value)}",
                 f"{label} is a {t.__name__} of length {len(value)}",
-                f"(type({loc}).__name__, len({loc}) if hasattr({loc}, '__len__') else None)",
+                f"_described({loc})",
                 into=out,
             )
             if t is list:
@@ -332,10 +333,11 @@ class Builder(ObjectInputs):
             out.extend(inner)
             return value
         # Anything else is a constant of the trace, recognized by identity.
+        self.globals["_described"] = described
         self.fail(
             f"{src} is not {self.const(value, '_obj')}",
-            f"{label} is the same object as when traced",
-            f"type({src}).__name__",
+            f"{label} is the same object as when traced{_identity_fix(value, label)}",
+            f"_described({src})",
             into=out,
         )
         return value
@@ -754,6 +756,30 @@ class Builder(ObjectInputs):
 
 
 _NONE = object()
+
+
+def described(v) -> str:
+    """A value found by a failed check, in words: ``a list of length 3``, ``a
+    numpy.ndarray``, ``another Config``."""
+    t = type(v)
+    name = (
+        t.__name__ if t.__module__ == "builtins" else f"{t.__module__.split('.')[0]}.{t.__name__}"
+    )
+    try:
+        n = len(v) if t in (list, tuple, dict) or hasattr(v, "_fields") else None
+    except TypeError:
+        n = None
+    return f"a {name}" + (f" of length {n}" if n is not None else "")
+
+
+def _identity_fix(value, label: str) -> str:
+    """What to pass instead of an object a trace can only recognize by identity."""
+    if type(value).__module__ == "numpy" and type(value).__name__ == "ndarray":
+        return (
+            f" (a numpy array is compared by identity, so each new array traces again; "
+            f"pass torch.from_numpy({label}) to make it a tensor input)"
+        )
+    return ""
 
 
 def c10_strides(shape) -> tuple:

@@ -76,11 +76,37 @@ def expand_to(ctx, shape, target, what: str = "tensor") -> None:
         expect_equal(ctx, s, t, lambda i=i, t=t, s=s: error(offset + i, t, s))
 
 
-def same_dtype(ctx, *tensors, message: str = "expected m1 and m2 to have the same dtype") -> None:
+def same_dtype(
+    ctx, *tensors, message: str = "expected m1 and m2 to have the same dtype", eager=None
+) -> None:
+    """Refuse operands of different dtypes. ``eager``: ``(op, args, kwargs)`` of the
+    call, whose own error (each op words it its own way) is raised instead."""
     dtypes = [ctx.meta(t).dtype for t in tensors if t is not None]
     for d in dtypes[1:]:
         if d is not dtypes[0]:
+            if eager is not None:
+                eagers_error(ctx, *eager)
             raise RuntimeError(f"{message}, but got: {dtypes[0]} != {d}")
+
+
+def eagers_error(ctx, op, args: tuple, kwargs: dict) -> None:
+    """Raise the error eager raises for this call, from a run of the op on stand-ins
+    of its tensors (size 1 in every dimension, on the CPU, of the same dtypes): its
+    type and its words. Returns if the stand-ins raise nothing."""
+
+    def stand_in(a):
+        if isinstance(a, torch.Tensor):
+            m = ctx.meta(a)
+            return torch.zeros([1] * m.ndim, dtype=m.dtype)
+        return a
+
+    with torch._C.DisableTorchFunction():
+        args = tuple(stand_in(a) for a in args)
+        kwargs = {k: stand_in(v) for k, v in kwargs.items()}
+        try:
+            op.fn(*args, **kwargs)
+        except (RuntimeError, TypeError, ValueError) as e:
+            raise type(e)(str(e)) from None
 
 
 def _out(ctx, like, shape):
@@ -194,7 +220,7 @@ def matmul_shape(ctx, a: tuple, b: tuple) -> tuple:
 )
 def matmul(ctx, op, input, other):
     a, b = ctx.meta(input), ctx.meta(other)
-    same_dtype(ctx, input, other)
+    same_dtype(ctx, input, other, eager=(op, (input, other), {}))
     return ctx.emit(op, (input, other), {}, _out(ctx, input, matmul_shape(ctx, a.shape, b.shape)))
 
 
@@ -208,7 +234,7 @@ def mm(ctx, op, input, mat2):
     _need_dims(ctx, "self", input, 2)
     _need_dims(ctx, "mat2", mat2, 2)
     a, b = ctx.meta(input).shape, ctx.meta(mat2).shape
-    same_dtype(ctx, input, mat2)
+    same_dtype(ctx, input, mat2, eager=(op, (input, mat2), {}))
     _mm_check(ctx, a, b)
     return ctx.emit(op, (input, mat2), {}, _out(ctx, input, (a[0], b[1])))
 
@@ -218,7 +244,7 @@ def bmm(ctx, op, input, mat2):
     _need_dims(ctx, "batch1", input, 3)
     _need_dims(ctx, "batch2", mat2, 3)
     a, b = ctx.meta(input).shape, ctx.meta(mat2).shape
-    same_dtype(ctx, input, mat2)
+    same_dtype(ctx, input, mat2, eager=(op, (input, mat2), {}))
     _bmm_check(ctx, a, b)
     return ctx.emit(op, (input, mat2), {}, _out(ctx, input, (a[0], a[1], b[2])))
 
@@ -228,7 +254,7 @@ def mv(ctx, op, input, vec):
     _need_dims(ctx, "self", input, 2)
     _need_dims(ctx, "vec", vec, 1)
     a, v = ctx.meta(input).shape, ctx.meta(vec).shape
-    same_dtype(ctx, input, vec)
+    same_dtype(ctx, input, vec, eager=(op, (input, vec), {}))
     _mv_check(ctx, a, v)
     return ctx.emit(op, (input, vec), {}, _out(ctx, input, (a[0],)))
 
@@ -241,7 +267,13 @@ def dot(ctx, op, input, tensor):
                 f"1D tensors expected, but got {ctx.meta(input).ndim}D and "
                 f"{ctx.meta(tensor).ndim}D tensors"
             )
-    same_dtype(ctx, input, tensor, message="dot : expected both vectors to have same dtype")
+    same_dtype(
+        ctx,
+        input,
+        tensor,
+        message="dot : expected both vectors to have same dtype",
+        eager=(op, (input, tensor), {}),
+    )
     _dot_check(ctx, ctx.meta(input).shape, ctx.meta(tensor).shape)
     return ctx.emit(op, (input, tensor), {}, _out(ctx, input, ()))
 
@@ -260,8 +292,9 @@ def _addmm_like(ctx, op, ndims: tuple, core: Callable, input, m1, m2, beta, alph
     """``op(input, m1, m2, *, beta=1, alpha=1)``: ``beta*input + alpha*(m1 @ m2)``."""
     for t, n, what in zip((m1, m2), ndims, ("mat1", "mat2")):
         _need_dims(ctx, what, t, n)
-    same_dtype(ctx, m1, m2)
-    same_dtype(ctx, input, m1, message="self and mat2 must have the same dtype")
+    call = (op, (input, m1, m2), {"beta": beta, "alpha": alpha})
+    same_dtype(ctx, m1, m2, eager=call)
+    same_dtype(ctx, input, m1, message="self and mat2 must have the same dtype", eager=call)
     shape = core(ctx, ctx.meta(m1).shape, ctx.meta(m2).shape)
     expand_to(ctx, ctx.meta(input).shape, shape)
     kwargs = {k: v for k, v in (("beta", beta), ("alpha", alpha)) if v != 1}
@@ -303,7 +336,7 @@ def addmv(ctx, op, input, mat, vec, *, beta=1, alpha=1):
 def linear(ctx, op, input, weight, bias=None):
     """``input @ weight.T + bias``; ``nn.Linear`` and ``F.linear`` arrive here."""
     x, w = ctx.meta(input), ctx.meta(weight)
-    same_dtype(ctx, input, weight, bias)
+    same_dtype(ctx, input, weight, bias, eager=(op, (input, weight, bias), {}))
     if x.ndim == 0 or w.ndim == 0 or w.ndim > 2:
         raise RuntimeError(
             f"linear(): input must be at least 1-D and weight 1-D or 2-D, got {x.ndim}-D and "

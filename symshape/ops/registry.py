@@ -120,6 +120,41 @@ def tensor_method(name: str):
     return getattr(torch.Tensor, name, None)
 
 
-def supported_ops() -> list[str]:
-    """Names of every op with a rule."""
-    return sorted(BY_NAME)
+def supported_ops(names: str = "torch") -> list[str]:
+    """The ops symshape traces with a rule of its own, as you write them:
+    ``torch.nn.functional.adaptive_max_pool3d``, ``Tensor.add_``,
+    ``torch.ops.aten.mm.default`` (``names="torch"``); or their names in the op
+    registry, which exported programs store (``names="registry"``). Ops without a
+    rule of their own may still trace through PyTorch's meta kernels, and any op
+    that cannot runs eagerly where the trace splits."""
+    if names == "registry":
+        return sorted(BY_NAME)
+    if names != "torch":
+        raise ValueError(f'names must be "torch" or "registry", found {names!r}')
+    from symshape.trace.mode import op_name
+
+    public = _public_names()
+    out = set()
+    for k in REGISTRY:
+        if isinstance(k, tuple):
+            out.add(f"Tensor.{k[1]}")  # an attribute read: x.shape
+        elif isinstance(k, str):  # a dotted name
+            out.add(k)
+        elif id(k) in public:
+            out.add(public[id(k)])
+        elif "<locals>" not in (name := op_name(k)):  # not a helper of symshape's own
+            out.add(name)
+    return sorted(out)
+
+
+def _public_names() -> dict:
+    """id -> the public name of torch's functions made by a factory (``F.max_pool2d``
+    is made by ``boolean_dispatch``: its own name is ``fn``)."""
+    import torch.nn.functional as F
+
+    out = {}
+    for mod, prefix in ((F, "torch.nn.functional"), (torch.functional, "torch.functional")):
+        for attr, v in vars(mod).items():
+            if callable(v) and "<locals>" in getattr(v, "__qualname__", ""):
+                out.setdefault(id(v), f"{prefix}.{attr}")
+    return out

@@ -123,6 +123,11 @@ class TracingMode(TorchFunctionMode):
             raise error
         out = eager_call(self.ctx, func, op_name(func), args, kwargs, why)
         if out is None:
+            if isinstance(error, UnsupportedOpError) and not _any_traced(args, kwargs):
+                error.args = (
+                    f"{error.args[0]}\nIt takes no traced tensor (a factory): make the "
+                    "tensor outside the jit-compiled function and pass it in as an argument.",
+                )
             raise error
         return out
 
@@ -139,6 +144,12 @@ class TracingMode(TorchFunctionMode):
             return super().__exit__(*exc)
         finally:
             _routing.pop()
+
+
+def _any_traced(args: tuple, kwargs: dict) -> bool:
+    from symshape.trace.proxy import TensorProxy
+
+    return any(isinstance(x, TensorProxy) for x in torch.utils._pytree.tree_leaves((args, kwargs)))
 
 
 def _creates_graph(func, args: tuple, kwargs: dict) -> bool:
