@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import torch
@@ -74,6 +75,89 @@ def moe(x):
     for e in torch.unique(route).tolist():
         out[route == e] = x[route == e] * (e + 1)
     return out
+
+
+def halve_to_one(x):
+    while x.norm() > 1:
+        x = x / 2
+    return x
+
+
+class Refine(torch.nn.Module):
+    """A model whose loop exits on a data-dependent condition (iterative refinement)."""
+
+    def __init__(self, d=16):
+        super().__init__()
+        self.step = torch.nn.Linear(d, d)
+
+    def forward(self, h, tol: float = 1e-3, max_steps: int = 1000):
+        for _ in range(max_steps):
+            nxt = 0.5 * h + 0.1 * torch.tanh(self.step(h))
+            if (nxt - h).abs().max() < tol:
+                return nxt
+            h = nxt
+        return h
+
+
+def _loop_rows(title, make_fn, args, calls=3):
+    """Eager, symshape.jit and torch.compile on ``calls`` calls of the same loop:
+    total ms, traces/graphs and segments/graph breaks."""
+    import torch._dynamo as dynamo
+    from torch._dynamo.utils import counters
+
+    rows = []
+    fn = make_fn()
+    t = time.perf_counter()
+    for _ in range(calls):
+        want = fn(*args)
+    rows.append(("eager", (time.perf_counter() - t) * 1e3, "-", "-", ""))
+    for system in ("symshape.jit", 'torch.compile(backend="eager")'):
+        f = make_fn()
+        if system == "symshape.jit":
+            f = symshape.jit(f)
+        else:
+            dynamo.reset()
+            counters.clear()
+            f = torch.compile(f, backend="eager")
+        t = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for _ in range(calls):
+                got = f(*args)
+        ms = (time.perf_counter() - t) * 1e3
+        ok = "" if torch.allclose(got, want) else " (WRONG)"
+        if system == "symshape.jit":
+            st = f.stats
+            rows.append((system, ms, st.compiles, st.segments, f"{st.eager_calls} eager" + ok))
+        else:
+            graphs = counters["stats"]["unique_graphs"]
+            rows.append((system, ms, graphs, sum(counters["graph_break"].values()), ok))
+    for system, ms, traces, segs, note in rows:
+        print(f"| {title} | {system} | {traces} | {segs} | {ms:.1f} | {note} |")
+
+
+def loops() -> None:
+    """Loops over data: cost against the iteration count (issue 32's bar: traces and
+    segments independent of it, total time at 400 iterations within 2x eager)."""
+    print("\n### Loops over data (3 calls each)\n")
+    print("| loop | system | traces/graphs | segments/breaks | total ms | note |")
+    print("|---|---|---|---|---|---|")
+    for n in (5, 40, 400):
+        x = torch.full((4,), 2.0**n, dtype=torch.float64)
+        _loop_rows(f"while x.norm() > 1, {n} iterations", lambda: halve_to_one, (x,))
+    torch.manual_seed(0)
+    model = Refine()
+    h = torch.randn(8, 16)
+    steps = 0
+    with torch.no_grad():
+        g = h
+        while True:
+            nxt = 0.5 * g + 0.1 * torch.tanh(model.step(g))
+            steps += 1
+            if (nxt - g).abs().max() < 1e-3:
+                break
+            g = nxt
+        _loop_rows(f"refinement model, {steps} steps", lambda: model, (h,))
 
 
 def inputs(seed=0, n=20):
@@ -183,6 +267,7 @@ def main() -> None:
             if r["first_error"]:
                 print(f"|  | ({system} first error: {r['first_error']}) | | | | | |")
     print(f"\ntorch {torch.__version__}; 20 calls per program")
+    loops()
 
 
 if __name__ == "__main__":
