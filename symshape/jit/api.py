@@ -201,8 +201,10 @@ class TraceEntry:
 
 
 # torch's TensorGuards text for a non-tensor where a tensor was traced, in its words
+# (garbled up to 2.14; from 2.15 "to be <class 'torch.Tensor'>, but found ...")
 _NOT_A_TENSOR = re.compile(
-    r"expected type of '(.+?)' to be a tensor type, ' but found <class '(.+?)'>"
+    r"expected type of '(.+?)' to be (?:a tensor type, '|<class 'torch\.Tensor'>,) "
+    r"but found <class '(.+?)'>"
 )
 
 

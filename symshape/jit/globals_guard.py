@@ -13,6 +13,7 @@ from symshape.jit.state import (
     _MISSING,
     HOOK_DICTS,
     ObjectGuard,
+    class_guards,
     diff,
     is_plain_object,
     snapshot,
@@ -32,7 +33,7 @@ class GlobalsGuard:
     library or installed packages). Fast path: each globals dict's version, the
     cells' contents by identity, each object's own state guard."""
 
-    __slots__ = ("all_cells", "cells", "label", "objects", "scopes", "stored")
+    __slots__ = ("all_cells", "cells", "classes", "label", "loaded", "objects", "scopes", "stored")
 
     def __init__(self, *fns: types.FunctionType):
         """``fns``: the traced function (first, when it is one) and the module
@@ -41,13 +42,15 @@ class GlobalsGuard:
         # one scope per globals dict: [dict, {name: snapshot}, version]
         self.scopes: list[list] = []
         self.stored: list = []  # (globals dict, names the code assigns or deletes)
-        for g, names, stored in _scopes(fns):
+        reached = _reached(fns)
+        for g, names, stored in _scopes(reached):
             self.scopes.append([g, {n: snapshot(g[n]) for n in sorted(names)}, dict_version(g)])
             if stored:
                 self.stored.append((g, stored))
-        self.all_cells = [
-            pair for f in fns for pair in zip(f.__code__.co_freevars, f.__closure__ or ())
-        ]
+        # the closure cells of every function reached (a helper's nonlocal counter too)
+        self.all_cells = _unique_cells(reached)
+        # names whose value the code reads, not only writes: guarded even if written
+        self.loaded = {i for f in reached for i in _code_names(f.__code__, _DEREF_LOADS)}
         self.cells = []
         for n, c in self.all_cells:
             try:
@@ -59,6 +62,13 @@ class GlobalsGuard:
         self.objects = [
             ObjectGuard(v, "") for v in values if is_plain_object(v) or type(v) in (list, dict, set)
         ]
+        # the user's classes read (`A.a`, `super().a` through `__class__`): their dicts
+        guards = {}
+        for v in values:
+            if isinstance(v, type) and _user_class(v):
+                for c in class_guards(v):
+                    guards.setdefault(c.cls, c)
+        self.classes = list(guards.values())
 
     def __bool__(self) -> bool:
         return bool(self.cells or any(names for _, names, _ in self.scopes))
@@ -77,8 +87,9 @@ class GlobalsGuard:
         made once (as with ``jax.jit``), not a read to guard."""
         for scope in self.scopes:
             g, names, _ = scope
-            for n in list(names):
-                if diff(names[n], g.get(n, _MISSING), n) is not None:
+            for n in list(names):  # written: its writes are replayed (GlobalWrites); what
+                # the code read of it before stays guarded, at its value before the call
+                if n not in self.loaded and diff(names[n], g.get(n, _MISSING), n) is not None:
                     del names[n]
             scope[2] = dict_version(g)
         kept = []
@@ -87,7 +98,7 @@ class GlobalsGuard:
                 now = cell[1].cell_contents
             except ValueError:
                 continue
-            if diff(cell[3], now, cell[0]) is None:
+            if cell[0] in self.loaded or diff(cell[3], now, cell[0]) is None:
                 kept.append(cell)
         self.cells = kept
         live = {id(g[n]) for g, names, _ in self.scopes for n in names}
@@ -99,6 +110,7 @@ class GlobalsGuard:
             all(dict_version(g) == v for g, _, v in self.scopes)
             and all(c.cell_contents is v for _, c, v, _ in self.cells)
             and all(g(g.value) for g in self.objects)
+            and all(c.fast() for c in self.classes)
         ):
             return True
         if self.why() is None:
@@ -123,6 +135,11 @@ class GlobalsGuard:
             r = diff(s, now, f"closure variable {n}")
             if r is not None:
                 return r
+        for c in self.classes:
+            r = c.why()
+            if r is not None:
+                return r
+            c.refresh()
         return None
 
 
@@ -200,11 +217,11 @@ def _contents(cell):
         return _MISSING
 
 
-def _scopes(fns, depth: int = 4) -> list:
-    """``(globals dict, names loaded, names stored)``: the names ``fns`` (the
-    first one's dict first) and the user's helper functions they reach through global names (up to
-    ``depth`` calls deep) read and assign in each globals dict."""
-    out: dict = {}  # id(globals) -> (globals, names loaded, names stored)
+def _reached(fns, depth: int = 4) -> list:
+    """``fns`` and the user's functions they reach through global names and closure
+    cells (``helper(x)``, a nested ``direct()`` that a closure holds), up to ``depth``
+    calls deep, each once, ``fns`` first."""
+    out: list = []
     seen: set = set()
     todo = [(f, 0) for f in reversed(fns)]
     while todo:
@@ -212,17 +229,52 @@ def _scopes(fns, depth: int = 4) -> list:
         if id(f.__code__) in seen:
             continue
         seen.add(id(f.__code__))
+        out.append(f)
+        if d >= depth:
+            continue
+        g = f.__globals__
+        found = [g[n] for n in _code_names(f.__code__) if n in g]
+        for c in f.__closure__ or ():
+            try:
+                found.append(c.cell_contents)
+            except ValueError:  # an empty cell
+                continue
+        for v in found:
+            if isinstance(v, types.FunctionType) and _users(v):
+                todo.append((v, d + 1))
+    return out
+
+
+def _unique_cells(fns) -> list:
+    """``(name, cell)`` of the closures of ``fns``, each cell once."""
+    out, seen = [], set()
+    for f in fns:
+        for pair in zip(f.__code__.co_freevars, f.__closure__ or ()):
+            if id(pair[1]) not in seen:
+                seen.add(id(pair[1]))
+                out.append(pair)
+    return out
+
+
+def _user_class(cls: type) -> bool:
+    """A class defined in the user's own files (its attributes may change)."""
+    import sys
+
+    mod = sys.modules.get(cls.__module__)
+    name = getattr(mod, "__file__", None) or ""
+    return bool(name) and is_user_file(name) and "-packages" not in name
+
+
+def _scopes(fns) -> list:
+    """``(globals dict, names loaded, names stored)``: the names ``fns`` (the first
+    one's dict first) read and assign in each globals dict."""
+    out: dict = {}  # id(globals) -> (globals, names loaded, names stored)
+    for f in fns:
         g = f.__globals__
         names = {n for n in _code_names(f.__code__) if n in g}
         scope = out.setdefault(id(g), (g, set(), set()))
         scope[1].update(names)
         scope[2].update(_code_names(f.__code__, _STORES))
-        if d >= depth:
-            continue
-        for n in names:
-            v = g[n]
-            if isinstance(v, types.FunctionType) and _users(v):
-                todo.append((v, d + 1))
     return list(out.values())
 
 
@@ -244,6 +296,8 @@ def _users(f: types.FunctionType) -> bool:
 
 
 _LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
+# a name read (a global or a closure variable), which a write after it does not unguard
+_DEREF_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF"})
 _STORES = frozenset({"STORE_GLOBAL", "DELETE_GLOBAL"})
 
 

@@ -533,7 +533,29 @@ class Builder(ObjectInputs):
             self.deferred.append(item)
         else:
             out.extend(fetch)
+            self._user_attributes(t, proxy, name, label, post)
         return proxy
+
+    def _user_attributes(self, t: torch.Tensor, proxy, name: str, label: str, out) -> None:
+        """Attributes the caller set on an input tensor (``x.test = ...``): the proxy
+        has them too (``hasattr(x, "test")``, ``x.custom_attr``), and the prologue checks
+        them: none, or the same ones with the same values."""
+        attrs = t.__dict__
+        if not attrs:
+            self.fail(f"{name}.__dict__", f"{label} has no attributes of its own", None, into=out)
+            return
+        og = ObjectGuard(attrs, f"{label}.__dict__")
+        self.objects.append((og, attrs))
+        g = self.const(og, "_state")
+        self.fail(
+            f"not {g}({name}.__dict__)",
+            f"{label}'s own attributes are as when traced",
+            f"{g}.why({name}.__dict__)",
+            kind="state",
+            into=out,
+        )
+        for k, v in attrs.items():
+            object.__setattr__(proxy, k, v)
 
     def first_inputs(self, inputs: list) -> tuple | None:
         """What the prologue returns for the call traced, without running it: each

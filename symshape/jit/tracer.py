@@ -342,7 +342,7 @@ def _trace_once(
         default_device_guard(b, ctx.default_device)
     for label, (read, value) in ctx.flags.items():  # torch's flags the code decided on
         f = b.const(read, "_flag")
-        found = f"f'{label} is {{{f}()}} (traced with {value!r})'"
+        found = f"{label + ' is '!r} + repr({f}()) + {f' (traced with {value!r})'!r}"
         b.fail(f"{f}() != {value!r}", f"{label} is {value!r}", found, kind="state")
     draws.emit(b.lines)  # after every other check: a rejected call draws as little
     env = ctx.env
@@ -467,7 +467,8 @@ def _guard_torch_state(b: Builder, grad: bool) -> None:
 def _guard_python_state(b: Builder, fn, module):
     """The globals, closures and hooks' state the call reads (guarded) and
     writes (replayed): ``(GlobalsGuard or None, GlobalWrites or None)``."""
-    fns = [fn] if module is None and isinstance(fn, types.FunctionType) else []
+    f = fn.__func__ if isinstance(fn, types.MethodType) else fn  # a method: its function's
+    fns = [f] if module is None and isinstance(f, types.FunctionType) else []
     fns += hook_functions([module] if module is not None else b.roots)
     gg = GlobalsGuard(*fns) if fns else None
     if gg:  # snapshot before the call; settled after it

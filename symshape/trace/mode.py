@@ -67,6 +67,30 @@ def _torch_dtypes(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     return tuple(conv(a) for a in args), {k: conv(v) for k, v in kwargs.items()}
 
 
+# torch reads a NumPy scalar as the Python number it holds (``x + np.float32(2)`` is
+# ``x + 2.0``, ``x.reshape(np.int64(16))`` a size), except where it makes a tensor of it
+_KEEPS_NUMPY = {torch.tensor, torch.as_tensor, torch.asarray, torch.from_numpy}
+
+
+def _has_numpy(args) -> bool:
+    for a in args:
+        t = type(a)
+        if t.__module__ == "numpy" and t.__name__ != "ndarray":
+            return True
+        if (t is tuple or t is list) and _has_numpy(a):
+            return True
+    return False
+
+
+def _python_scalars(x):
+    t = type(x)
+    if t is tuple or t is list:
+        return t(_python_scalars(y) for y in x)
+    if t.__module__ == "numpy" and hasattr(x, "item") and getattr(x, "ndim", None) == 0:
+        return x.item()
+    return x
+
+
 def set_fallback(fallback: Callable) -> None:
     _fallback[0] = fallback
 
@@ -106,6 +130,11 @@ class TracingMode(TorchFunctionMode):
             kwargs and any(type(v) is type for v in kwargs.values())
         ):
             args, kwargs = _torch_dtypes(args, kwargs or {})
+        if func not in _KEEPS_NUMPY and (
+            _has_numpy(args) or (kwargs and _has_numpy(tuple(kwargs.values())))
+        ):
+            args = _python_scalars(args)
+            kwargs = {k: _python_scalars(v) for k, v in (kwargs or {}).items()}
         try:
             return op.rule(self.ctx, op, *args, **(kwargs or {}))
         except UnsupportedOpError as e:

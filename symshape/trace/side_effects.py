@@ -25,12 +25,15 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
+import os
 import random
 import warnings
 
 import torch
 
 from symshape.sym.source import user_location
+from symshape.trace.context import current
 from symshape.trace.patching import Patches
 
 
@@ -130,10 +133,36 @@ def _install(patches: Patches) -> None:
         return original(*args, **kwargs)
 
     patches.replace(builtins, "print", print)
+    _watch_environ(patches)
     for name in _RANDOM:
         fn = getattr(random, name, None)
         if fn is not None:
             patches.replace(random, name, _wrap_random(patches, name, fn))
+
+
+def _watch_environ(patches: Patches) -> None:
+    """``os.environ[...]``, ``.get``, ``in`` and ``os.getenv`` (all read through
+    ``_Environ.__getitem__``) read while tracing are guarded: the prologue reads the
+    variable again on every call and a change traces again, as torch.compile guards
+    them."""
+    original = os._Environ.__getitem__
+
+    def __getitem__(self, key):
+        ctx = current() if patches.current() is not None and self is os.environ else None
+        if ctx is None:
+            return original(self, key)
+        ctx.read_flag(functools.partial(_environ_get, original, key), f"os.environ.get({key!r})")
+        return original(self, key)
+
+    patches.replace(os._Environ, "__getitem__", __getitem__)
+
+
+def _environ_get(getitem, key):
+    """``os.environ.get(key)`` through the unpatched ``__getitem__`` (the prologue's read)."""
+    try:
+        return getitem(os.environ, key)
+    except KeyError:
+        return None
 
 
 def _wrap_random(patches: Patches, name: str, fn):

@@ -1,0 +1,105 @@
+"""Python state a trace reads, from PyTorch's dynamo test programs: each is
+called through ``symshape.jit`` and in eager with the state changed between
+calls; every call must return eager's result (a guard traces again where the
+state changed)."""
+
+import os
+
+import numpy as np
+import torch
+from harness import assert_same
+
+import symshape
+
+
+class A:
+    a = 4
+
+
+class B(A):
+    def add(self, x):
+        return super().a * x
+
+
+def test_numpy_scalars_are_the_numbers_they_hold():
+    for fn, args in [
+        (lambda x: x + np.float32(2.0), (torch.ones(3),)),
+        (lambda x: x.reshape(np.int64(6)), (torch.ones(2, 3),)),
+        (lambda x, a, b: x + (a % b), (torch.zeros(3), 4096, np.int64(8))),
+        (lambda x: torch.full((2,), np.float64(1.5)) * x, (torch.ones(2),)),
+        (lambda x: torch.tensor(np.float64(1.5)) * x, (torch.ones(2),)),  # keeps float64
+    ]:
+        got, want = symshape.jit(fn, dynamic=True)(*args), fn(*args)
+        assert type(got) is type(want) and got.dtype == want.dtype
+        assert_same(got, want)
+
+
+def test_a_class_attribute_read_through_a_global_or_super_is_guarded():
+    jf = symshape.jit(lambda x: x * A.a)
+    method = B().add
+    jm = symshape.jit(method)
+    x = torch.ones(2)
+    try:
+        for value in (4, 5, 5, 6):
+            A.a = value
+            assert_same(jf(x), x * value)
+            assert_same(jm(x), method(x))
+    finally:
+        A.a = 4
+    assert jf.stats.compiles == 3 and jf.stats.cache_hits == 1
+    assert "A.a changed from 4 to 5" in jf.stats.recompile_reasons[0]
+
+
+def test_a_counter_in_an_enclosing_scope_reached_through_helpers():
+    def run(compiled):
+        cell = 0.5
+
+        def indirect():
+            return direct()
+
+        def direct():
+            def inner():
+                nonlocal cell
+                cell += 1
+                return cell
+
+            return inner()
+
+        g = symshape.jit(indirect) if compiled else indirect
+        return [g() for _ in range(3)], cell
+
+    assert run(True) == run(False) == ([1.5, 2.5, 3.5], 3.5)
+
+
+def test_environment_variables_read_are_guarded():
+    def fn(x):
+        return x + 1 if os.environ.get("SYMSHAPE_TEST_FLAG") == "1" else x - 1
+
+    jf = symshape.jit(fn)
+    x = torch.zeros(2)
+    old = os.environ.pop("SYMSHAPE_TEST_FLAG", None)
+    try:
+        for value in ("1", "0", None, "1"):
+            if value is None:
+                os.environ.pop("SYMSHAPE_TEST_FLAG", None)
+            else:
+                os.environ["SYMSHAPE_TEST_FLAG"] = value
+            assert_same(jf(x), fn(x))
+    finally:
+        if old is not None:
+            os.environ["SYMSHAPE_TEST_FLAG"] = old
+    assert any("SYMSHAPE_TEST_FLAG" in r for r in jf.stats.recompile_reasons)
+
+
+def test_attributes_set_on_an_input_tensor_are_read_and_guarded():
+    def fn(x):
+        extra = x.scale if hasattr(x, "scale") else 1.0
+        return x * extra
+
+    jf = symshape.jit(fn)
+    for scale in (None, 2.0, 3.0, 2.0, None):
+        x = torch.ones(2)
+        if scale is not None:
+            x.scale = scale
+        assert_same(jf(x), fn(x))
+    assert jf.stats.compiles == 3  # none, 2.0, 3.0
