@@ -114,6 +114,8 @@ class TraceEntry:
         # what tracing needed and calls do not: the prologue builder and the backward
         # builder hold the traced call's arguments, proxies and tracing context, which
         # an entry kept for later calls must not keep alive
+        if traced.builder is not None:
+            traced.builder.release()
         traced.builder = traced.grad = None
         # after its own writes, the module tree is still the one the prologue accepted
         self.rebase = (

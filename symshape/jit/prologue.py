@@ -172,6 +172,17 @@ class Builder(ObjectInputs):
     # first call's inputs, with the sizes' hints: ``first_inputs``)
     values: dict = field(default_factory=dict)
 
+    def release(self) -> None:
+        """Let go of the traced call's objects (its tensors, argument objects, modules):
+        the builder, its proxies and the tracing context form reference cycles that
+        only the cyclic collector frees, and eager frees the inputs at once."""
+        for held in (
+            self.values, self.objects, self.roots, self.root_srcs, self.module_of,
+            self.tracked, self.swaps, self.slots, self.aliases, self.attr_proxies,
+            self.proxy_of, self.tensor_local, self.tensors, self.leaves, self.tensor_inputs,
+        ):  # fmt: skip
+            held.clear()
+
     # -- low-level ------------------------------------------------------------------
     def local(self, hint: str) -> str:
         name = _identifier(hint)

@@ -108,3 +108,21 @@ def test_the_tracing_calls_tensors_are_freed_with_gradients_and_splits():
         refs = _refs(x, w)
         del x, w, out
         assert _alive(refs) == 0
+
+
+def test_an_input_is_freed_without_the_cyclic_collector():
+    # the tracing call's builder, proxies and context form cycles: they hold no input
+    import sys
+
+    x = torch.rand(4)
+    ref = weakref.ref(x)
+
+    @symshape.jit
+    def foo(x):
+        return x + x
+
+    out = foo(x)
+    before = sys.getrefcount(x)
+    del x
+    assert ref() is None, f"alive with {before - 2} other references"
+    assert out.shape == (4,)
