@@ -614,6 +614,7 @@ def _leaves(fn, args, kwargs) -> list:
         walk(a, lab)
     for k, v in kwargs.items():
         walk(v, k)
+    walk = None  # a recursive closure is a cycle that would hold ``out``
     return out
 
 

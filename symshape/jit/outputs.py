@@ -82,6 +82,7 @@ def flatten(x, is_leaf=None, refs=None, fresh: bool = False) -> tuple[list, tupl
         return ("object", t, attributes)
 
     spec = walk(x)
+    walk = None  # a recursive closure is a cycle that would hold ``leaves``
     return leaves, spec
 
 
