@@ -108,7 +108,7 @@ def out_argument_of_a_non_elementwise_op():
         torch.mm(x, x, out=o)  # <- here
         return o
 
-    J(mm, dynamic=True)(torch.randn(3, 3))
+    J(mm, dynamic=True, fullgraph=True)(torch.randn(3, 3))  # else it runs eagerly
 
 
 @case()

@@ -33,7 +33,7 @@ from symshape.ops.nn import _SCALAR_TYPE, show
 from symshape.ops.registry import BY_NAME, OpDef
 from symshape.sym import logic as L
 from symshape.sym.source import user_location
-from symshape.trace.errors import TracingError
+from symshape.trace.errors import TracingError, unsupported_form
 from symshape.trace.proxy import TensorProxy
 
 
@@ -75,13 +75,11 @@ def _into(ctx, op, rule, out, args, kwargs):
     from symshape.trace.mode import op_name
 
     call = f"{op_name(op.fn) if op.fn is not None else op.name}(...)"
-    if not has_out_variant(op):
-        where = user_location()
-        raise TracingError(
-            f"`{call[:-1]}, out=o)`: out= is not supported while tracing `{op.name}` (at "
-            f"{where.describe() if where else 'an unknown line'}); symshape writes into out= "
-            f"only for elementwise ops. Fix: compute the result and copy it, "
-            f"`o.copy_({call})`, or assign it, `o = {call}`."
+    if not has_out_variant(op):  # with splitting on, the call runs eagerly (trace/eager.py)
+        raise unsupported_form(
+            f"`{call[:-1]}, out=o)`: out= is not supported while tracing `{op.name}`; "
+            f"symshape writes into out= only for elementwise ops. Fix: compute the result "
+            f"and copy it, `o.copy_({call})`, or assign it, `o = {call}`."
         )
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"{op.name}(): argument 'out' must be Tensor, not {type(out).__name__}")

@@ -28,6 +28,7 @@ from symshape.ir import TensorMeta
 from symshape.trace.reads import EagerResult, SizeOf, TensorValue
 
 _SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
+NOT_SPLIT = object()  # what eager_call returns where the trace does not split
 
 
 def _traced(x) -> bool:
@@ -36,10 +37,10 @@ def _traced(x) -> bool:
 
 def eager_call(ctx, func, name: str, args: tuple, kwargs: dict, why: str):
     """``func(*args, **kwargs)``, run eagerly when the call runs: a split of the
-    trace, whose continuation takes what the op returned. ``None`` when the trace
-    does not split (the caller refuses the op)."""
+    trace, whose continuation takes what the op returned. ``NOT_SPLIT`` when the
+    trace does not split (the caller refuses the op)."""
     if ctx.split is None:
-        return None
+        return NOT_SPLIT
     leaves, spec = pytree.tree_flatten((args, kwargs))
     dyn = [k for k, x in enumerate(leaves) if _traced(x)]
     inputs = tuple(ctx.arg(leaves[k]) for k in dyn)

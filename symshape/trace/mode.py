@@ -26,7 +26,7 @@ from symshape.sym import DataDependentError
 from symshape.sym.source import user_location
 from symshape.trace import vmap
 from symshape.trace.construction import check_building
-from symshape.trace.eager import eager_call
+from symshape.trace.eager import NOT_SPLIT, eager_call
 from symshape.trace.errors import TracingError, UnsupportedOpError
 from symshape.trace.inline import body
 from symshape.trace.patching import Patches
@@ -151,7 +151,7 @@ class TracingMode(TorchFunctionMode):
         if _creates_graph(func, args, kwargs):  # its backward would differentiate a trace's
             raise error
         out = eager_call(self.ctx, func, op_name(func), args, kwargs, why)
-        if out is None:
+        if out is NOT_SPLIT:
             if isinstance(error, UnsupportedOpError) and not _any_traced(args, kwargs):
                 error.args = (
                     f"{error.args[0]}\nIt takes no traced tensor (a factory): make the "

@@ -124,3 +124,18 @@ def test_an_op_inside_no_grad_runs_without_gradients():
     got, want = jf(x), fn(x)
     assert_same(got, want)
     assert_same(torch.autograd.grad(got.sum(), x)[0], torch.autograd.grad(want.sum(), x)[0])
+
+
+def test_backward_and_out_inside_run_eagerly_at_a_split():
+    def fn(a, b, o):
+        (a * b).sum().backward()  # returns None: a split all the same
+        torch.outer(a.grad, b, out=o)  # out= of a non-elementwise op
+        return torch.sigmoid(a.grad + b) + o.sum()
+
+    def inputs():
+        torch.manual_seed(0)
+        return torch.randn(4, requires_grad=True), torch.randn(4), torch.empty(4, 4)
+
+    want = fn(*inputs())
+    got = symshape.jit(fn)(*inputs())
+    assert_same(got, want)

@@ -797,7 +797,7 @@ def test_out_errors_match_eager(fn, args, error):
 
 def test_out_that_cannot_be_written_is_refused_with_the_op_line_and_fix():
     with pytest.raises(TracingError) as e:
-        symshape.jit(lambda x, o: torch.sum(x, 0, out=o), dynamic=True)(
+        symshape.jit(lambda x, o: torch.sum(x, 0, out=o), dynamic=True, fullgraph=True)(
             torch.randn(4, 3), torch.empty(3)
         )
     msg = str(e.value)
