@@ -26,7 +26,7 @@ import warnings
 import torch
 
 from symshape.jit.outputs import unflatten
-from symshape.trace.errors import TracingError
+from symshape.trace.errors import TracingError, unsupported_form
 from symshape.trace.reads import EagerResult, key, show
 
 log = logging.getLogger("symshape")
@@ -69,6 +69,7 @@ def run(jf, entry, inputs: tuple, m, args: tuple, kwargs: dict, fresh: bool = Fa
             if r.eager:  # its sizes that equal the inputs' dynamic sizes are theirs
                 sizes = {inputs[k]: label for k, label in reversed(path.sizes)}
                 value, made = EagerResult.of(value, sizes)
+                _strided_if_differentiable(made, r)
             frame = {k: v for k, v in frame.items() if k in seg.keep}
             if j < len(path.values) and path.keys[j] == key(value):
                 frame.update(zip(path.results[j], made))
@@ -86,6 +87,18 @@ def run(jf, entry, inputs: tuple, m, args: tuple, kwargs: dict, fresh: bool = Fa
     except BaseException:
         torch._C._set_grad_enabled(grad0)
         raise
+
+
+def _strided_if_differentiable(made: list, read) -> None:
+    """A sparse (or other non-strided) tensor that needs gradients cannot flow into a
+    traced segment's autograd: refused, naming the op."""
+    for t in made:
+        if t.layout is not torch.strided and t.requires_grad:
+            raise unsupported_form(
+                f"{read.describe()} returned a {t.layout} tensor that needs gradients; "
+                "symshape's segments take strided tensors only. Fix: convert it "
+                "(.to_dense()) before it meets traced code, or call it outside symshape.jit."
+            )
 
 
 def _finish(entry, seg, res, m, args, kwargs, fresh: bool):
