@@ -99,6 +99,18 @@ class Refine(torch.nn.Module):
         return h
 
 
+class RefineWhile(Refine):
+    """The same iteration as a ``while`` with no step counter: the Python state at
+    each read is the same, so symshape reuses the loop body's continuation."""
+
+    def forward(self, h, tol: float = 1e-3):
+        while True:
+            nxt = 0.5 * h + 0.1 * torch.tanh(self.step(h))
+            if (nxt - h).abs().max() < tol:
+                return nxt
+            h = nxt
+
+
 def _loop_rows(title, make_fn, args, calls=3):
     """Eager, symshape.jit and torch.compile on ``calls`` calls of the same loop:
     total ms, traces/graphs and segments/graph breaks."""
@@ -157,7 +169,10 @@ def loops() -> None:
             if (nxt - g).abs().max() < 1e-3:
                 break
             g = nxt
-        _loop_rows(f"refinement model, {steps} steps", lambda: model, (h,))
+        _loop_rows(f"refinement model, for-range, {steps} steps", lambda: model, (h,))
+        model2 = RefineWhile()
+        model2.load_state_dict(model.state_dict())
+        _loop_rows(f"refinement model, while, {steps} steps", lambda: model2, (h,))
 
 
 def inputs(seed=0, n=20):

@@ -86,6 +86,8 @@ class Segment:
     backward: Trace | None
     sig: int  # the path up to this segment's end (nodes, frame, read)
     effects: bool  # has in-place updates or random draws
+    tensors: frozenset = frozenset()  # the names in keep that are tensors
+    before: frozenset = frozenset()  # the names in keep made before its read
 
 
 @dataclass
@@ -100,9 +102,31 @@ class Path:
     # per read, the frame names of the tensors an op run eagerly there returned
     results: tuple = ()
     sizes: tuple = ()  # (index in the inputs, label) of each dynamic size of the inputs
+    states: tuple = ()  # per read, its State or None (a loop comes back to equal states)
 
     def __post_init__(self) -> None:
         self.keys = tuple(key(v) for v in self.values)  # what a read's value is compared by
+        # read -> the other reads of this path in the same Python state
+        self.loops: dict = {}
+        self.jumps: dict = {}  # (read, key of its value) -> where it goes on (splits.py)
+        for j, s in enumerate(self.states):
+            if s is not None:
+                self.loops[j] = tuple(
+                    i
+                    for i, o in enumerate(self.states)
+                    if i != j and o is not None and o.key == s.key
+                )
+
+
+@dataclass
+class State:
+    """The Python state at a read (``trace/frame_state.py``): ``key`` compares it,
+    ``names`` are the frame values it holds, in the order the key pairs them
+    (None: an input of the call, compared by the key)."""
+
+    key: tuple
+    names: tuple
+    need: frozenset  # the frame values the rest of the path may use
 
 
 class Segmented:
@@ -289,7 +313,9 @@ def build(
                 t,
                 backward,
                 sig,
-                any((has_effect(n) and n.op is not ASSERT) or draws(n) for n in body),
+                any(_changes_state(n) for n in body),
+                frame_names(v for v in keep if not scalar(v)),
+                frame_names(v for v in keep if pos[id(v)] < hi),
             )
         )
     values = tuple(m.value for m in marks)
@@ -297,9 +323,56 @@ def build(
     sizes = tuple(
         (k, ctx.env.info(v.meta).source) for k, v in enumerate(inputs) if isinstance(v.meta, Symbol)
     )
-    path = Path(Segmented(inputs), used, segs, values, pending is not None, names, sizes)
+    used_after = [{byid[i].name for i in later[j] if i in byid} for j in range(len(allm))]
+    states = _states(ctx, allm, segs, pos, input_index, used_after)
+    path = Path(Segmented(inputs), used, segs, values, pending is not None, names, sizes, states)
     path.trace.path = path
     return path
+
+
+def _states(ctx, marks: list, segs: list, pos: dict, input_index: dict, used_after) -> tuple:
+    """Each read's ``State``, where a loop may come back to it: a path with no
+    in-place update, random draw or op run eagerly (those are not replayed by
+    jumping back), whose every frame tensor the rest of the path uses is one the state
+    holds (``used_after``: per read, the names the segments after it use)."""
+    if any(s.effects for s in segs) or any(m.eager for m in marks):
+        return ()
+    out = []
+    for m, seg, after in zip(marks, segs, used_after):
+        if m.state is None:
+            out.append(None)
+            continue
+        key, found = m.state
+        names, kinds = [], []
+        for v in found:
+            if pos.get(id(v), m.index) < m.index:
+                names.append(v.name)
+                kinds.append(None)
+            elif id(v) in input_index or v.name in ctx.constants:
+                names.append(None)
+                kinds.append(v.name)
+            else:  # made after the read?
+                break
+        else:
+            held = set(names)
+            # what the frame must hold after the read: values made before it, but
+            # those only the read itself took (`if x.sum() > 0` took the sum)
+            took = {v.name for v in iter_vars(m.inputs) if type(v) is Var} - held
+            need = {n for n in seg.keep if n in seg.before and n not in took}
+            need = {n for n in need if n in after or n not in seg.tensors}
+            if all(n in held for n in need if n in seg.tensors):
+                out.append(State((key, tuple(kinds)), tuple(names), frozenset(need)))
+                continue
+        out.append(None)
+    return tuple(out)
+
+
+def _changes_state(n: Node) -> bool:
+    """An in-place update or a random draw (not an assert, not a grad-mode switch:
+    the segment restores grad mode when it ends)."""
+    if n.op is ASSERT or n.op in grad_mode.SWITCHES:
+        return False
+    return has_effect(n) or draws(n)
 
 
 def frame_names(vs) -> frozenset:

@@ -75,6 +75,10 @@ def run(jf, entry, inputs: tuple, m, args: tuple, kwargs: dict, fresh: bool = Fa
                 frame.update(zip(path.results[j], made))
                 j += 1
                 continue
+            back = _loop_back(path, j, value, frame)
+            if back is not None:  # a loop over data: the state of an earlier read
+                j, frame = back
+                continue
             nxt = _continue(jf, entry, j, value, m, args, kwargs, frame, made)
             if nxt is None:  # past split_limit, nothing changed yet: the call runs eagerly
                 del frame
@@ -87,6 +91,43 @@ def run(jf, entry, inputs: tuple, m, args: tuple, kwargs: dict, fresh: bool = Fa
     except BaseException:
         torch._C._set_grad_enabled(grad0)
         raise
+
+
+def _loop_back(path, j: int, value, frame: dict) -> tuple | None:
+    """Where the path goes on after read ``j`` for ``value`` when Python is in the
+    same state there as at another read ``i`` of the path that read the same value
+    (a loop over data): ``(i + 1, the frame renamed to read i's names)``."""
+    if not path.loops.get(j):
+        return None
+    k = key(value)
+    jump = path.jumps.get((j, k), _UNSET)
+    if jump is _UNSET:
+        jump = path.jumps[(j, k)] = _jump(path, j, k)
+    if jump is None:
+        return None
+    to, pairs, carried = jump
+    if any(a not in frame for a, _ in pairs) or any(n not in frame for n in carried):
+        return None
+    new = {b: frame[a] for a, b in pairs}
+    new.update((n, frame[n]) for n in carried)
+    return to, new
+
+
+_UNSET = object()
+
+
+def _jump(path, j: int, k) -> tuple | None:
+    """``(segment to go on with, [(name at j, name at i)], names carried as they
+    are)`` for the first read ``i`` in read ``j``'s state that read ``k``."""
+    src = path.states[j].names
+    for i in path.loops[j]:
+        if i < len(path.values) and path.keys[i] == k:
+            pairs = [(a, b) for a, b in zip(src, path.states[i].names) if b is not None]
+            mapped = {b for _, b in pairs}
+            # the rest: scalars of the sizes, the same values at both reads
+            carried = [n for n in path.states[i].need if n not in mapped]
+            return i + 1, pairs, carried
+    return None
 
 
 def _strided_if_differentiable(made: list, read) -> None:
@@ -221,7 +262,10 @@ def tree(entries) -> str:
         for i, s in enumerate(p.segments):
             if s.read is None:
                 break
-            at = points.setdefault(p.keys[:i], (s.read.describe(), {}))
+            text = s.read.describe()
+            if any(o < i for o in p.loops.get(i, ())):
+                text += " (a loop: the Python state of an earlier read, its paths reused)"
+            at = points.setdefault(p.keys[:i], (text, {}))
             if i < len(p.values):
                 done = not p.pending and i == len(p.values) - 1
                 prev = at[1].get(p.keys[i], (p.values[i], False))

@@ -3,9 +3,11 @@ the tracing mode, and assemble the prologue and the computation."""
 
 from __future__ import annotations
 
+import functools
 import gc
 import inspect
 import random
+import sys
 import time
 import types
 from dataclasses import dataclass, field
@@ -182,6 +184,29 @@ def trace_call(
             gc.enable()
 
 
+def _tracked_state(writes: dict, slot_writes, swapped, global_writes, read_states) -> tuple:
+    """What a trace has written so far outside the frames of the call, and the
+    objects it tracks, as they are now: part of the Python state at a read."""
+    out = [
+        tuple((id(m), attr, new) for m, attr, _, new in writes.values()),
+        tuple(slot_writes()),
+        tuple(c for c, _ in swapped.tracked.values()),
+        tuple(obj for obj, _ in read_states),
+    ]
+    if global_writes is not None:
+        out.append(tuple((n, g.get(n)) for g, before in global_writes.names for n in before))
+        out.append(tuple(_cell_value(c) for _, c, _ in global_writes.cells))
+        out.append(tuple(c for c, _ in global_writes.containers))
+    return tuple(out)
+
+
+def _cell_value(c):
+    try:
+        return c.cell_contents
+    except ValueError:  # empty
+        return _tracked_state
+
+
 def _trace_once(
     ctx: TraceContext,
     fn,
@@ -264,6 +289,10 @@ def _trace_once(
     ):
         pending = None  # the read this attempt stopped at, its value unknown
         stored: list = []  # writes into globals, closures and what they hold
+        if ctx.split is not None:  # the Python state at a read: frames below this one
+            ctx.split.boundary = sys._getframe()
+            tracked = (writes, slot_writes, swapped, global_writes, read_states)
+            ctx.split.roots = functools.partial(_tracked_state, *tracked)
         try:
             result = call(*pargs, **pkw)
         except TypeError as e:

@@ -148,7 +148,7 @@ define(
 
 # -- running a trace ---------------------------------------------------------------------
 
-_SWITCHES = (SET_GRAD, ENTER_INFERENCE, EXIT_INFERENCE)
+SWITCHES = (SET_GRAD, ENTER_INFERENCE, EXIT_INFERENCE)
 
 
 def for_run(trace: Trace, differentiated: bool) -> Trace:
@@ -175,7 +175,7 @@ def for_run(trace: Trace, differentiated: bool) -> Trace:
 def restoring(trace: Trace, run):
     """``run``, restoring grad and inference mode when it raises midway (a
     runtime assert inside a ``no_grad`` block), as eager's ``with`` does."""
-    if not any(n.op in _SWITCHES for n in trace.nodes):
+    if not any(n.op in SWITCHES for n in trace.nodes):
         return run
     if not any(n.op is ENTER_INFERENCE for n in trace.nodes):
 

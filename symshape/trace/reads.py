@@ -27,6 +27,7 @@ import torch.utils._pytree as pytree
 
 from symshape.ir import Var
 from symshape.sym import DataDependentError
+from symshape.trace import frame_state
 
 
 class NeedRead(BaseException):
@@ -52,6 +53,7 @@ class Mark:
     live: list  # ids of the Vars whose proxies were alive at the read
     value: Any = None  # the value it was given (a mark the attempt stopped at has none)
     eager: bool = False  # an op run eagerly: its value is an EagerResult (eager.py)
+    state: Any = None  # (key, Vars) of the Python state at the read (frame_state.py)
 
 
 @dataclass
@@ -65,6 +67,8 @@ class SplitState:
     floats: dict = field(default_factory=dict)  # id(Var) of a float read -> its value
     # read index -> the Vars standing for the tensors an op run eagerly there returned
     results: dict = field(default_factory=dict)
+    boundary: Any = None  # the tracer's frame: the Python state at a read is below it
+    roots: Callable | None = None  # the state the trace tracks outside the frames
 
     def value(self, i: int):
         """The known value of read ``i``, fresh (a list Python may change is a copy)."""
@@ -182,6 +186,8 @@ def read(ctx, kind: str, inputs: tuple, convert: Callable, text: str, eager: boo
     live = [id(p._ss_var) for p in sp.live if p._ss_ctx is ctx]
     mark = Mark(len(ctx.nodes), args, convert, text, where, torch.is_grad_enabled(), live)
     mark.eager = eager
+    if sp.boundary is not None and not eager:
+        mark.state = frame_state.capture(ctx, sp.boundary, sp.roots() if sp.roots else ())
     i = len(sp.marks)
     if i < len(sp.known):
         mark.value = sp.known[i]

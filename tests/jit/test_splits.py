@@ -161,13 +161,21 @@ def test_a_loop_condition_from_data():
     _again(f, halving_loop, calls)
 
 
+def counted_halving(x):
+    n = 0  # a Python value that changes every iteration: no two reads in one state
+    while x.norm() > 1:
+        x = x / 2
+        n += 1
+    return x, n
+
+
 def test_a_loop_that_splits_without_bound_runs_eagerly_past_the_limit():
-    f = symshape.jit(halving_loop, dynamic=True, split_limit=2)
+    f = symshape.jit(counted_halving, dynamic=True, split_limit=2)
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         for scale in (0.5, 3.0, 30.0, 300.0, 3000.0):
             x = torch.full((3,), scale)
-            torch.testing.assert_close(f(x), halving_loop(x))
+            torch.testing.assert_close(f(x), counted_halving(x))
     assert f.stats.eager_calls >= 1
     limit = [x for x in w if issubclass(x.category, SplitLimitWarning)]
     assert len(limit) == 1, [str(x.message) for x in w]
@@ -410,8 +418,10 @@ def test_assigning_through_a_mask_checks_the_count_when_it_runs():
 
 def test_a_loop_past_the_reads_per_path_limit_warns_at_the_users_line_with_the_count():
     def halve(x):
+        steps = []  # grows every iteration: no two reads in one Python state
         while x.norm() > 1:  # the read
             x = x / 2
+            steps.append(1)
         return x
 
     jf = symshape.jit(halve, split_limit=2)
