@@ -88,6 +88,7 @@ class Segment:
     effects: bool  # has in-place updates or random draws
     tensors: frozenset = frozenset()  # the names in keep that are tensors
     before: frozenset = frozenset()  # the names in keep made before its read
+    data: frozenset = frozenset()  # the scalars in keep read from data (not sizes)
 
 
 @dataclass
@@ -126,7 +127,8 @@ class State:
 
     key: tuple
     names: tuple
-    need: frozenset  # the frame values the rest of the path may use
+    carried: tuple  # scalars of the sizes the rest of the path uses, by their names
+    unused: tuple  # frame values later segments take but never read
 
 
 class Segmented:
@@ -316,6 +318,7 @@ def build(
                 any(_changes_state(n) for n in body),
                 frame_names(v for v in keep if not scalar(v)),
                 frame_names(v for v in keep if pos[id(v)] < hi),
+                frame_names(v for v in keep if isinstance(v.meta, str)),  # "float", "bool"
             )
         )
     values = tuple(m.value for m in marks)
@@ -333,38 +336,51 @@ def build(
 def _states(ctx, marks: list, segs: list, pos: dict, input_index: dict, used_after) -> tuple:
     """Each read's ``State``, where a loop may come back to it: a path with no
     in-place update, random draw or op run eagerly (those are not replayed by
-    jumping back), whose every frame tensor the rest of the path uses is one the state
-    holds (``used_after``: per read, the names the segments after it use)."""
+    jumping back), whose every frame value the rest of the path uses is one the
+    state holds, or a scalar of the sizes (``used_after``: per read, the names the
+    segments after it use)."""
     if any(s.effects for s in segs) or any(m.eager for m in marks):
         return ()
     out = []
     for m, seg, after in zip(marks, segs, used_after):
-        if m.state is None:
+        names = _state_names(ctx, m, pos, input_index)
+        if names is None:
             out.append(None)
             continue
-        key, found = m.state
-        names, kinds = [], []
-        for v in found:
-            if pos.get(id(v), m.index) < m.index:
-                names.append(v.name)
-                kinds.append(None)
-            elif id(v) in input_index or v.name in ctx.constants:
-                names.append(None)
-                kinds.append(v.name)
-            else:  # made after the read?
-                break
+        names, kinds = names
+        held = set(names)
+        carried, unused = [], []
+        for n in seg.before - held:
+            if n not in after:
+                unused.append(n)  # passed to later segments, never read: any value
+            elif n in seg.tensors or n in seg.data:
+                break  # used later, not held by Python where the state looks
+            else:
+                carried.append(n)  # a scalar of the sizes: the same value at every read
         else:
-            held = set(names)
-            # what the frame must hold after the read: values made before it, but
-            # those only the read itself took (`if x.sum() > 0` took the sum)
-            took = {v.name for v in iter_vars(m.inputs) if type(v) is Var} - held
-            need = {n for n in seg.keep if n in seg.before and n not in took}
-            need = {n for n in need if n in after or n not in seg.tensors}
-            if all(n in held for n in need if n in seg.tensors):
-                out.append(State((key, tuple(kinds)), tuple(names), frozenset(need)))
-                continue
+            key = (m.state[0], tuple(kinds))
+            out.append(State(key, tuple(names), tuple(carried), tuple(unused)))
+            continue
         out.append(None)
     return tuple(out)
+
+
+def _state_names(ctx, m, pos: dict, input_index: dict) -> tuple | None:
+    """The frame names of the values the state at read ``m`` holds (None for an
+    input or constant, whose name the key keeps instead)."""
+    if m.state is None:
+        return None
+    names, kinds = [], []
+    for v in m.state[1]:
+        if pos.get(id(v), m.index) < m.index:
+            names.append(v.name)
+            kinds.append(None)
+        elif id(v) in input_index or v.name in ctx.constants:
+            names.append(None)
+            kinds.append(v.name)
+        else:  # made after the read: not a value of this state
+            return None
+    return names, kinds
 
 
 def _changes_state(n: Node) -> bool:

@@ -105,10 +105,11 @@ def _loop_back(path, j: int, value, frame: dict) -> tuple | None:
         jump = path.jumps[(j, k)] = _jump(path, j, k)
     if jump is None:
         return None
-    to, pairs, carried = jump
+    to, pairs, carried, unused = jump
     if any(a not in frame for a, _ in pairs) or any(n not in frame for n in carried):
         return None
-    new = {b: frame[a] for a, b in pairs}
+    new = dict.fromkeys(unused)
+    new.update((b, frame[a]) for a, b in pairs)
     new.update((n, frame[n]) for n in carried)
     return to, new
 
@@ -118,15 +119,14 @@ _UNSET = object()
 
 def _jump(path, j: int, k) -> tuple | None:
     """``(segment to go on with, [(name at j, name at i)], names carried as they
-    are)`` for the first read ``i`` in read ``j``'s state that read ``k``."""
+    are, names no later segment reads)`` for the first read ``i`` in read ``j``'s
+    state that read ``k``."""
     src = path.states[j].names
     for i in path.loops[j]:
         if i < len(path.values) and path.keys[i] == k:
-            pairs = [(a, b) for a, b in zip(src, path.states[i].names) if b is not None]
-            mapped = {b for _, b in pairs}
-            # the rest: scalars of the sizes, the same values at both reads
-            carried = [n for n in path.states[i].need if n not in mapped]
-            return i + 1, pairs, carried
+            to = path.states[i]
+            pairs = [(a, b) for a, b in zip(src, to.names) if b is not None]
+            return i + 1, pairs, to.carried, to.unused
     return None
 
 

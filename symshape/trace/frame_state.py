@@ -29,6 +29,7 @@ see the whole state:
 
 from __future__ import annotations
 
+import bisect
 import builtins
 import dis
 import enum
@@ -138,9 +139,10 @@ class _Encoder:
         out = []
         pinned = True  # every frame so far is one activation at a one-way instruction
         for k, f in enumerate(frames):
-            code, lasti = f.f_code, f.f_lasti
+            code = f.f_code
             info = _analysis(code)
-            left = info.left(lasti) if info is not None else None
+            lasti = info.instruction(f.f_lasti) if info is not None else None
+            left = info.left(lasti) if lasti is not None else None
             if left is None:
                 raise _Opaque(f"{code.co_name}: instruction")
             pinned = pinned and lasti not in info.cyclic
@@ -151,9 +153,7 @@ class _Encoder:
                 c = info.callee(lasti, local, f.f_globals)
                 if c is _UNKNOWN or not _enters(c, frames[k + 1].f_code):
                     raise _Opaque(f"{code.co_name}: call")
-            elif not info.instrs[info.at[lasti]].opname.startswith(("CALL", "PRECALL")):
-                pass  # the read is the instruction's own (`if t:`, `not t`, `xs[t]`)
-            elif not _reader(info.callee(lasti, local, f.f_globals)):
+            elif not _reads_once(info, lasti, local, f.f_globals):
                 raise _Opaque(f"{code.co_name}: a call that may read more than once")
             ident = id(f) if pinned else None
             out.append((id(code), lasti, ident, self.value(local)))
@@ -302,6 +302,7 @@ class _Code:
         self.instrs = list(dis.get_instructions(code))
         handlers = list(getattr(dis.Bytecode(code), "exception_entries", ()))
         self.at = {ins.offset: k for k, ins in enumerate(self.instrs)}
+        self.offsets = [ins.offset for ins in self.instrs]
         succ: dict[int, list] = {ins.offset: [] for ins in self.instrs}
         self.targets: set = set()
         for k, ins in enumerate(self.instrs):
@@ -341,6 +342,12 @@ class _Code:
                 k = k + 1 if k + 1 < len(instrs) else None
         return depth
 
+    def instruction(self, lasti: int) -> int | None:
+        """The offset of the instruction ``f_lasti`` is in (a call may leave it on
+        the instruction's inline cache)."""
+        k = bisect.bisect_right(self.offsets, lasti) - 1
+        return self.offsets[k] if k >= 0 else None
+
     def left(self, lasti: int) -> int | None:
         """How many values the stack holds below the operands of the instruction at
         ``lasti`` (None: not an instruction a read or a call is expected in)."""
@@ -361,7 +368,16 @@ class _Code:
     def callee(self, lasti: int, local: dict, f_globals: dict):
         """The object the call at ``lasti`` calls, where the bytecode names it
         (a local, a global, attributes of those); ``_UNKNOWN`` otherwise."""
-        k = self.at.get(lasti)
+        return self._value(self._callable(lasti), local, f_globals, 0)
+
+    def method_name(self, lasti: int) -> str | None:
+        """``"item"`` for the call ``<expression>.item()`` at ``lasti``."""
+        i = self._callable(lasti)
+        ins = self.instrs[i] if i is not None else None
+        return ins.argval if ins is not None and ins.opname in _ATTRS else None
+
+    def _callable(self, lasti: int) -> int | None:
+        k = self.at[lasti]
         ins = self.instrs[k]
         name, arg = ins.opname, ins.arg or 0
         if name in ("CALL", "PRECALL"):
@@ -369,10 +385,10 @@ class _Code:
         elif name == "CALL_FUNCTION_EX":
             slot = 1 + (arg & 1)
         else:
-            return _UNKNOWN
+            return None
         if name == "CALL" and k > 0 and self.instrs[k - 1].opname == "PRECALL":
             k -= 1
-        return self._value(self._producer(k, slot), local, f_globals, 0)
+        return self._producer(k, slot)
 
     def _producer(self, k: int, slot: int) -> int | None:
         """The instruction before ``instrs[k]`` that pushed the value ``slot`` places
@@ -403,7 +419,7 @@ class _Code:
                 return f_globals[what] if what in f_globals else vars(builtins)[what]
             if name == "LOAD_CONST":
                 return what
-            if name in ("LOAD_ATTR", "LOAD_METHOD"):
+            if name in _ATTRS:
                 obj = self._value(self._producer(i, 0), local, f_globals, depth + 1)
                 return _UNKNOWN if obj is _UNKNOWN else _attribute(obj, what)
         except (KeyError, AttributeError):
@@ -412,6 +428,7 @@ class _Code:
 
 
 _UNKNOWN = object()
+_ATTRS = ("LOAD_ATTR", "LOAD_METHOD")
 _LOADS = frozenset(
     {"LOAD_FAST", "LOAD_CONST", "LOAD_DEREF", "LOAD_CLOSURE", "LOAD_NAME", "PUSH_NULL",
      "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR"}
@@ -490,9 +507,15 @@ def _enters(c, code) -> bool:
     return any(type(x) is types.FunctionType and x.__code__ is code for x in f)
 
 
-def _reader(c) -> bool:
-    """Is ``c`` a function that reads one value of a tensor and nothing else?"""
-    return any(c is r for r in _READERS)
+def _reads_once(info: _Code, lasti: int, local: dict, f_globals: dict) -> bool:
+    """Is the instruction the read happened in one that reads once: the
+    instruction's own (`if t:`, `not t`, `xs[t]`), or a call of a function that
+    reads one value of a tensor and nothing else (`int(t)`, `x.sum().item()`)?"""
+    if not info.instrs[info.at[lasti]].opname.startswith(("CALL", "PRECALL")):
+        return True
+    c = info.callee(lasti, local, f_globals)
+    # `x.sum().item()`: the read itself happened in the call, on a tensor
+    return any(c is r for r in _READERS) or info.method_name(lasti) in ("item", "tolist")
 
 
 _READERS = (bool, int, float, complex, operator.index) + tuple(

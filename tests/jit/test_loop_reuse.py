@@ -276,3 +276,44 @@ def test_the_split_tree_names_the_loop():
     f = symshape.jit(halve)
     f(torch.full((4,), 100.0))
     assert "a loop: the Python state of an earlier read" in f.split_tree()
+
+
+@pytest.mark.parametrize(
+    "cond",
+    [
+        lambda x: x.sum().item() > 1,
+        lambda x: int((x > 1).sum()) > 0,  # the same int each iteration
+        lambda x: bool((x > 0.5).any()),
+        lambda x: not (x < 0.5).all(),
+    ],
+)
+def test_reads_of_many_forms_repeat_their_state(cond):
+    def shrink(x):
+        while cond(x):
+            x = x * 0.5
+        return x
+
+    f = symshape.jit(shrink)
+    for scale in (10.0, 0.1):
+        _same(f, shrink, torch.full((4,), scale))
+    seen = _traced(f)
+    for scale in (1e3, 1e9, 3.0):
+        _same(f, shrink, torch.full((4,), scale))
+    assert _traced(f) == seen
+
+
+def test_a_float_read_in_the_loop_is_renamed_with_the_tensors():
+    def normalize(x):
+        while True:
+            v = x.abs().max().item()  # a float of the data, used by the next iteration
+            if v < 1:
+                return x, v
+            x = x / (v + 1.0)
+
+    f = symshape.jit(normalize)
+    for scale in (1e20, 0.5, 3.0):
+        _same(f, normalize, torch.arange(4.0) * scale)
+    seen = _traced(f)
+    for scale in (1e3, 1e9, 1e30, 7.0):
+        _same(f, normalize, torch.arange(4.0) * scale)
+    assert _traced(f) == seen
