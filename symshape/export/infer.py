@@ -31,6 +31,7 @@ from symshape.export.signature import comment, fetch
 from symshape.export.spec import normalize
 from symshape.ir import TensorMeta
 from symshape.sym import expr as E
+from symshape.sym import logic as L
 from symshape.sym.expr import Mod, Symbol, lin
 from symshape.sym.logic import Rel
 
@@ -144,12 +145,32 @@ def infer_constraints(
 
     pre = []
     for g in env.guards:
-        pre.append(Precondition(_kind(g.cond), g.cond, E.to_str(g.cond, name_of), g.where))
+        cond = _readable(g.cond, env)
+        pre.append(Precondition(_kind(cond), cond, E.to_str(cond, name_of), g.where))
     outs = _outputs(traced, env, name_of)
     runtime = [f"{E.to_str(a.cond, name_of)}  # {a.where}" for a in traced.computation.asserts]
     examples = ", ".join(f"{t.label}: {list(t.example.shape)}" for t in spec.tensors)
     params = spec.labels + spec.kwarg_names
     return Constraints(name, params, pre, outs, sources, runtime, examples, name_of)
+
+
+def _readable(cond, env):
+    """A condition as a reader would state it: ``x.size(0)*(x.size(1) % 2) <= 0``,
+    with every factor at least 0 and ``x.size(0) >= 1``, is ``x.size(1) % 2 == 0``.
+    The same condition for every input the ranges admit."""
+    if type(cond) is not Rel or cond.op not in ("<=", "==") or type(cond.lhs) is int:
+        return cond
+    c, terms = lin(cond.lhs)
+    if c != 0 or len(terms) != 1 or terms[0][1] <= 0:
+        return cond
+    factors = terms[0][0].factors if type(terms[0][0]) is E.Mono else ((terms[0][0], 1),)
+    lows = [env.bounds(f).lo for f, _ in factors]
+    if any(lo < 0 for lo in lows):
+        return cond  # a product of non-negative factors is <= 0 only when it is 0
+    left = [f for (f, _), lo in zip(factors, lows) if lo < 1]
+    if len(left) != 1:
+        return cond
+    return L.eq(left[0], 0)
 
 
 def _kind(cond) -> str:

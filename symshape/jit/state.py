@@ -284,12 +284,18 @@ def diff(s, v, label: str) -> str | None:
     now = dict(d) if d is not None else {}
     for n in _slots(s.type):
         now[n] = getattr(v, n, _MISSING)
-    for k in now:
-        if k not in s.attrs:
-            return f"{label}.{k} was set (it did not exist when traced)"
+    added = [k for k in now if k not in s.attrs]
+    if added:  # every attribute, in the object's words
+        what = "an attribute" if len(added) == 1 else "attributes"
+        return (
+            f"{label} gained {what} {', '.join(added)} since it was traced (set after "
+            "the trace: by the caller, or by a call that filled it, as a KV cache's first "
+            "call does): traced for its new state"
+        )
+    gone = [k for k in s.attrs if k not in now]
+    if gone:
+        return f"{label} lost {'attribute' if len(gone) == 1 else 'attributes'} {', '.join(gone)}"
     for k, a in s.attrs.items():
-        if k not in now:
-            return f"{label}.{k} was deleted"
         r = diff(a, now[k], f"{label}.{k}")
         if r is not None:
             return r

@@ -491,6 +491,9 @@ def floordiv(a: IntLike, b: IntLike) -> IntLike:
         return 1  # b // b -> 1 (b == 0 would raise, so b // b is 1)
     q, r = _split_multiple(a, b)
     if r is a:
+        common = _common_factor(a, b)
+        if common is not None:  # (f*y) // (f*m) -> y // m
+            return floordiv(common[1], common[2])
         return _intern(FloorDiv, ("//", _k(a), b.uid), a=a, b=b)
     # (b*q + r) // b -> q + r // b   (b != 0 for the division to exist)
     return add(q, floordiv(r, b))
@@ -610,7 +613,50 @@ def mod(a: IntLike, b: IntLike) -> IntLike:
     _, r = _split_multiple(a, b)
     if r is not a:
         return mod(r, b)  # (b*q + r) % b -> r % b
+    common = _common_factor(a, b)
+    if common is not None:  # (f*y) % (f*m) -> f * (y % m), for any f != 0
+        f, y, m = common
+        return mul(f, mod(y, m))
     return _intern(Mod, ("%", _k(a), b.uid), a=a, b=b)
+
+
+def _common_factor(a: IntLike, b: Expr) -> tuple | None:
+    """``(f, y, m)`` with ``a == f*y`` and ``b == f*m``, ``f`` a factor other than
+    1 common to every term of ``a`` and to ``b``, a single term (``c*t``), and ``m``
+    a constant (``x*y % (2*x)`` -> ``x*(y % 2)``); None otherwise. (f*y) // (f*m) == y // m and (f*y) % (f*m) == f*(y % m)
+    hold for every integer f != 0, and f == 0 would make b zero."""
+    ca, ta = lin(a)
+    cb, tb = lin(b)
+    if cb != 0 or len(tb) != 1:
+        return None
+    t, g = tb[0]
+    common = {} if ca else dict(_factors(t))
+    for u, _ in ta:
+        uf = dict(_factors(u))
+        common = {x: min(p, uf[x]) for x, p in common.items() if x in uf}
+    num = math.gcd(g, ca, *(k for _, k in ta))
+    if not common and num == 1:
+        return None
+
+    def divided(u: Expr, k: int) -> IntLike:
+        left = dict(_factors(u))
+        for x, p in common.items():
+            left[x] -= p
+        return scale(_mono(left), k // num) if any(left.values()) else k // num
+
+    m = divided(t, g)
+    if type(m) is not int:  # a symbolic divisor left: its being nonzero is not known
+        return None  # as the whole one is (checked before dividing); left as it is
+    y = add(ca // num, _sum_of(divided(u, k) for u, k in ta))
+    f = scale(_mono(common), num) if common else num
+    return f, y, m
+
+
+def _sum_of(xs) -> IntLike:
+    out: IntLike = 0
+    for x in xs:
+        out = add(out, x)
+    return out
 
 
 def _mod_const(a: Expr, n: int) -> IntLike:

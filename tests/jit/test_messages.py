@@ -86,3 +86,36 @@ def test_stats_count_each_call_once():
         jf(torch.ones(n))
     s = jf.stats
     assert s.calls == 3 == s.cache_hits + s.compiles + s.eager_calls
+
+
+def test_infer_constraints_states_divisibility_as_a_reader_would():
+    def pairs(x):
+        return x.reshape(x.shape[0], -1, 2)
+
+    c = symshape.infer_constraints(pairs, (torch.randn(3, 4),))
+    text = str(c)
+    assert "x.size(1) % 2 == 0  # divisibility" in text, text
+    assert "% (2*x.size(0))" not in text and "x.size(1) // 2" in text
+
+
+def test_a_cache_filled_since_the_trace_names_every_new_attribute():
+    class Layer:
+        def __init__(self):
+            self.keys = None
+
+        def update(self, k):
+            if self.keys is None:
+                self.device, self.dtype = k.device, k.dtype  # set by the first call
+                self.keys = k
+            else:
+                self.keys = torch.cat([self.keys, k])
+            return self.keys
+
+    jf = symshape.jit(lambda x, layer: layer.update(x) * 2)
+    layer = Layer()
+    first = jf(torch.ones(1, 2), layer)
+    second = jf(torch.ones(1, 2), layer)
+    assert first.shape == (1, 2) and second.shape == (2, 2)
+    reason = jf.stats.recompile_reasons[0]
+    assert "layer gained attributes device, dtype since it was traced" in reason
+    assert "KV cache" in reason

@@ -118,7 +118,7 @@ def test_attribute_added_or_deleted():
     assert_same(g(x, cfg), f(x, cfg))
     cfg.extra = 5.0
     assert_same(g(x, cfg), f(x, cfg))
-    assert "extra was set" in g.stats.recompile_reasons[-1]
+    assert "c gained an attribute extra since it was traced" in g.stats.recompile_reasons[-1]
     del cfg.extra
     assert_same(g(x, cfg), f(x, cfg))
 

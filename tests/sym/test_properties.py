@@ -215,3 +215,26 @@ def test_bounds_contain_every_value(case):
         value = fn(*p)
         assert lo <= value <= hi, f"{pysrc(tree)} = {value} at {p}, outside {(lo, hi)}"
         assert printed(*p) == value, f"{pysrc(tree)} simplified to {simple}: wrong at {p}"
+
+
+@settings(max_examples=n(300), **SETTINGS)
+@given(
+    st.lists(st.integers(-6, 6).filter(bool), min_size=4, max_size=4),
+    st.integers(-3, 3),
+    st.integers(1, 2),
+)
+def test_a_factor_common_to_both_sides_of_a_division_cancels(values, c, p):
+    """(f*y) % (f*m) -> f*(y % m) and (f*y) // (f*m) -> y // m: the same value as
+    Python's at every assignment with a nonzero divisor, negative sizes included."""
+    from symshape.sym import expr as E
+
+    a, b, cc, d = (SYMS[k] for k in NAMES)
+    f = E.mul(E.pow_(a, p), 2)
+    y = E.add(E.mul(b, cc), c)
+    m = 3 if p == 1 else E.mul(d, 3)  # a constant left: cancelled; a symbol: kept
+    num, den = E.mul(f, y), E.mul(f, m)
+    env = dict(zip(NAMES, values))
+    vals = {SYMS[k]: v for k, v in env.items()}
+    want_num, want_den = evaluate(num, vals), evaluate(den, vals)
+    assert evaluate(E.mod(num, den), vals) == want_num % want_den
+    assert evaluate(E.floordiv(num, den), vals) == want_num // want_den
