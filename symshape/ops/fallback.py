@@ -296,11 +296,20 @@ def _same(a, b) -> bool:
     return a is b or (type(a) is int and type(b) is int and a == b)
 
 
+def shortened(text: str, limit: int = 300) -> str:
+    """``text`` cut at a word boundary within ``limit`` characters, marked ``...``
+    (never mid-word: "you'll need to ad")."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(None, 1)[0].rstrip(" ,;:")
+    return cut + " ..."
+
+
 def _explain(ctx, func, args, kwargs, e: Exception) -> Exception:
     """What an exception of the symbolic meta run means: eager's own error for this
     input when the meta kernel raises it at the input's concrete sizes too, else a
     refusal (no meta kernel, or one that does not take symbolic sizes)."""
-    first = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
+    first = shortened(str(e).strip().splitlines()[0]) if str(e).strip() else type(e).__name__
     if isinstance(e, NotImplementedError) or re.search(r"\bmeta\b|fake impl", str(e), re.I):
         return FallbackRefused(f"PyTorch has no usable meta kernel: {first}")
     if _symbolic_limit(e):

@@ -20,7 +20,8 @@ _SKIP_FILES = ("<frozen ", "contextlib.py", "functools.py")
 _STDLIB = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
 
 
-def _stdlib(fn: str) -> bool:
+def is_stdlib_file(fn: str) -> bool:
+    """Is ``fn`` a file of the standard library (not a package installed under it)?"""
     return fn.startswith(_STDLIB) and "-packages" + os.sep not in fn[len(_STDLIB) :]
 
 
@@ -80,7 +81,7 @@ def is_user_file(fn: str, tdir: str | None = None) -> bool:
         or (tdir is not None and fn.startswith(tdir))
         or fn.startswith(_SKIP_FILES)
         or fn.endswith(_SKIP_FILES)
-        or _stdlib(fn)
+        or is_stdlib_file(fn)
     )
 
 

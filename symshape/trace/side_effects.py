@@ -28,11 +28,12 @@ import contextlib
 import functools
 import os
 import random
+import sys
 import warnings
 
 import torch
 
-from symshape.sym.source import user_location
+from symshape.sym.source import is_stdlib_file, is_user_file, user_location
 from symshape.trace.context import current
 from symshape.trace.patching import Patches
 
@@ -149,12 +150,34 @@ def _watch_environ(patches: Patches) -> None:
 
     def __getitem__(self, key):
         ctx = current() if patches.current() is not None and self is os.environ else None
-        if ctx is None:
+        if ctx is None or not _read_by_user():
             return original(self, key)
         ctx.read_flag(functools.partial(_environ_get, original, key), f"os.environ.get({key!r})")
         return original(self, key)
 
     patches.replace(os._Environ, "__getitem__", __getitem__)
+
+
+def _read_by_user() -> bool:
+    """Is the variable read for the user's code: by it (``os.environ.get`` in a
+    model) or by a torch function it called (``torch.hub.get_dir``)? Not when
+    symshape's own machinery called into torch (a cache directory looked up while
+    an op is traced): the first frame outside the standard library and torch
+    decides."""
+    f = sys._getframe(2)
+    while f is not None:
+        name = f.f_code.co_filename
+        if not (is_stdlib_file(name) or name.startswith("<frozen ") or _in_torch(name)):
+            return is_user_file(name)
+        f = f.f_back
+    return False
+
+
+def _in_torch(filename: str) -> bool:
+    return filename.startswith(_TORCH_DIR)
+
+
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 
 
 def _environ_get(getitem, key):

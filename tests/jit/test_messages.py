@@ -119,3 +119,13 @@ def test_a_cache_filled_since_the_trace_names_every_new_attribute():
     reason = jf.stats.recompile_reasons[0]
     assert "layer gained attributes device, dtype since it was traced" in reason
     assert "KV cache" in reason
+
+
+def test_long_torch_text_is_cut_at_a_word():
+    from symshape.ops.fallback import shortened
+
+    text = "This op has no meta kernel; " + "you'll need to add one " * 20
+    out = shortened(text)
+    assert len(out) <= 304 and out.endswith(" ...")
+    assert out[:-4].split()[-1] in text.split()  # a whole word before the mark
+    assert shortened("short") == "short"

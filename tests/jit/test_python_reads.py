@@ -103,3 +103,24 @@ def test_attributes_set_on_an_input_tensor_are_read_and_guarded():
             x.scale = scale
         assert_same(jf(x), fn(x))
     assert jf.stats.compiles == 3  # none, 2.0, 3.0
+
+
+def test_environment_variables_read_by_torch_for_the_program_are_guarded():
+    """A torch function the program calls reads the variable for it
+    (``torch.hub.get_dir`` reads TORCH_HOME): guarded as the program's own read."""
+
+    def fn(x):
+        return x * len(torch.hub.get_dir())
+
+    jf = symshape.jit(fn)
+    old = os.environ.get("TORCH_HOME")
+    try:
+        for home in ("/tmp/a", "/tmp/bb", "/tmp/a"):
+            os.environ["TORCH_HOME"] = home
+            assert_same(jf(torch.ones(2)), fn(torch.ones(2)))
+    finally:
+        if old is None:
+            os.environ.pop("TORCH_HOME", None)
+        else:
+            os.environ["TORCH_HOME"] = old
+    assert any("TORCH_HOME" in r for r in jf.stats.recompile_reasons)
