@@ -4,6 +4,7 @@ checked on every call (dict version tags first, values only when one moved)."""
 from __future__ import annotations
 
 import dis
+import functools
 import types
 
 from torch import nn
@@ -301,15 +302,21 @@ _DEREF_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSD
 _STORES = frozenset({"STORE_GLOBAL", "DELETE_GLOBAL"})
 
 
-def _code_names(code, ops: frozenset = _LOADS) -> set:
+def _code_names(code, ops: frozenset = _LOADS) -> frozenset:
     """The global names ``code`` (and the functions defined in it) load (or, with
     ``_STORES``, store). ``co_names`` also holds attribute names: ``x.shape`` must
-    not guard a global that happens to be called ``shape``."""
+    not guard a global that happens to be called ``shape``. Code objects are
+    immutable: the answer is kept (every trace of a function asks again)."""
+    return _names_in(code, ops)
+
+
+@functools.lru_cache(maxsize=4096)
+def _names_in(code, ops: frozenset) -> frozenset:
     out = {i.argval for i in dis.get_instructions(code) if i.opname in ops}
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
-            out |= _code_names(c, ops)
-    return out
+            out |= _names_in(c, ops)
+    return frozenset(out)
 
 
 __all__ = ["GlobalWrites", "GlobalsGuard"]

@@ -70,15 +70,17 @@ def run(jf, entry, inputs: tuple, m, args: tuple, kwargs: dict, fresh: bool = Fa
                 sizes = {inputs[k]: label for k, label in reversed(path.sizes)}
                 value, made = EagerResult.of(value, sizes)
                 _strided_if_differentiable(made, r)
-            frame = {k: v for k, v in frame.items() if k in seg.keep}
-            if j < len(path.values) and path.keys[j] == key(value):
+            k = key(value)
+            if j < len(path.values) and path.keys[j] == k:
+                frame = {n: v for n, v in frame.items() if n in seg.keep}
                 frame.update(zip(path.results[j], made))
                 j += 1
                 continue
-            back = _loop_back(path, j, value, frame)
+            back = _loop_back(path, j, k, frame)
             if back is not None:  # a loop over data: the state of an earlier read
                 j, frame = back
                 continue
+            frame = {n: v for n, v in frame.items() if n in seg.keep}
             nxt = _continue(jf, entry, j, value, m, args, kwargs, frame, made)
             if nxt is None:  # past split_limit, nothing changed yet: the call runs eagerly
                 del frame
@@ -93,13 +95,12 @@ def run(jf, entry, inputs: tuple, m, args: tuple, kwargs: dict, fresh: bool = Fa
         raise
 
 
-def _loop_back(path, j: int, value, frame: dict) -> tuple | None:
-    """Where the path goes on after read ``j`` for ``value`` when Python is in the
-    same state there as at another read ``i`` of the path that read the same value
-    (a loop over data): ``(i + 1, the frame renamed to read i's names)``."""
+def _loop_back(path, j: int, k, frame: dict) -> tuple | None:
+    """Where the path goes on after read ``j`` for a value of key ``k`` when Python
+    is in the same state there as at another read ``i`` of the path that read the
+    same value (a loop over data): ``(i + 1, the frame renamed to read i's names)``."""
     if not path.loops.get(j):
         return None
-    k = key(value)
     jump = path.jumps.get((j, k), _UNSET)
     if jump is _UNSET:
         jump = path.jumps[(j, k)] = _jump(path, j, k)
