@@ -48,14 +48,6 @@ def generator_returned_and_consumed():
     list(J(doubles, dynamic=True)(torch.randn(3)))
 
 
-@case()
-def lambda_returned_and_called():
-    def later(x):
-        return lambda: x + 1  # <- here
-
-    J(later, dynamic=True)(torch.randn(3))()
-
-
 @case(names="gen")
 def generator_function():
     def gen(x):

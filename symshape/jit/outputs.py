@@ -10,6 +10,8 @@ were returned (constants of the trace).
 
 from __future__ import annotations
 
+import types
+
 import torch
 import torch.utils._pytree as pytree
 
@@ -42,6 +44,7 @@ def flatten(x, is_leaf=None, refs=None, fresh: bool = False) -> tuple[list, tupl
     every call even when they hold no traced value (a new cache layer stored
     into a caller's object must not be shared between calls)."""
     leaves: list = []
+    tagged: set = set()  # ids of the tensors whose attributes are walked
 
     def walk(x):
         t = type(x)
@@ -54,6 +57,11 @@ def flatten(x, is_leaf=None, refs=None, fresh: bool = False) -> tuple[list, tupl
         if t is TensorProxy and getattr(x, "_is_param", False):
             leaves.append(x)  # nn.Parameter(t) made in the trace: a Parameter, as in eager
             return ("param",)
+        if t is TensorProxy and id(x) not in tagged and _tags(x):
+            # `y.tag = "a"; return y`: the attributes the code set on a tensor it returns
+            tagged.add(id(x))
+            leaves.append(x)
+            return ("tagged", [(k, walk(v)) for k, v in _tags(x)])
         if (
             isinstance(x, _TRACED)
             or t in _SCALARS
@@ -65,6 +73,11 @@ def flatten(x, is_leaf=None, refs=None, fresh: bool = False) -> tuple[list, tupl
             return ("leaf",)
         if t is tuple or t is list:
             return (t, [walk(y) for y in x])
+        if t is types.FunctionType and id(x) not in tagged and _closes_over_traced(x):
+            # a closure the function returns (`def inner(): return x * 3`): made again
+            # on every call around that call's values, as eager's closes over its own
+            tagged.add(id(x))
+            return ("closure", x, [walk(_cell(c)) for c in x.__closure__])
         if isinstance(x, tuple) and (hasattr(x, "_fields") or hasattr(x, "n_fields")):
             return ("tuple_subclass", t, [walk(y) for y in x])  # namedtuple, structseq
         if t is dict:
@@ -84,6 +97,40 @@ def flatten(x, is_leaf=None, refs=None, fresh: bool = False) -> tuple[list, tupl
     spec = walk(x)
     walk = None  # a recursive closure is a cycle that would hold ``leaves``
     return leaves, spec
+
+
+_EMPTY = object()  # an empty cell's content
+
+
+def _cell(c):
+    try:
+        return c.cell_contents
+    except ValueError:
+        return _EMPTY
+
+
+def _closes_over_traced(fn) -> bool:
+    return any(holds_traced(_cell(c)) for c in fn.__closure__ or ())
+
+
+def _closure(s, it, objects):
+    fn = s[1]
+    cells = []
+    for c in s[2]:
+        v = _build(c, it, objects)
+        cells.append(types.CellType() if v is _EMPTY else types.CellType(v))
+    new = types.FunctionType(
+        fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, tuple(cells)
+    )
+    new.__kwdefaults__ = fn.__kwdefaults__
+    new.__qualname__ = fn.__qualname__
+    new.__dict__.update(fn.__dict__)
+    return new
+
+
+def _tags(p) -> list:
+    """The attributes user code set on a traced tensor (not symshape's own)."""
+    return [(k, v) for k, v in p.__dict__.items() if not k.startswith(("_ss_", "_is_param"))]
 
 
 def _attributes(x) -> list:
@@ -124,6 +171,13 @@ def _build(s, it, objects):
         return v if isinstance(v, torch.nn.Parameter) else torch.nn.Parameter(v, v.requires_grad)
     if kind == "ref":
         return objects[s[1]]
+    if kind == "closure":
+        return _closure(s, it, objects)
+    if kind == "tagged":
+        v = next(it)
+        for k, c in s[1]:
+            setattr(v, k, _build(c, it, objects))
+        return v
     if kind == "call":
         return s[1](*[_build(c, it, objects) for c in s[2]])
     if kind is tuple:

@@ -864,7 +864,7 @@ def _refuse_untraceable(t: torch.Tensor, label: str) -> None:
             f"{label}: a traced tensor (a placeholder with no values) was passed to a jit "
             "function" + (f"\n  at {where.describe()}" if where is not None else "") + "\n"
             "It escaped an earlier trace through something that outlived that call (a "
-            "generator or lambda the function returned, a global or closure list it "
+            "generator the function returned, a global or closure list it "
             "stored the tensor in). Fix: return tensors from the jit-compiled function "
             "and pass those."
         )

@@ -123,10 +123,11 @@ class TensorProxy(torch.Tensor):
                 f"`{func}` was called on a traced tensor ({proxies[0]._ss_var.name}, a "
                 f"placeholder with no values) outside the trace that made it{at}\n"
                 "It escaped the jit-compiled function through something that outlived the "
-                "call: a generator or lambda it returned, a global or closure list it stored "
-                "the tensor in. Fix: return tensors (or lists, tuples, dicts of them) from the "
-                "jit-compiled function and use those; compute inside it what the generator "
-                "or lambda computes."
+                "call: a generator it returned, a function it returned inside an object "
+                "symshape does not rebuild, a global or closure list it stored the tensor in. "
+                "Fix: return tensors (or lists, tuples, dicts of them, or the closure "
+                "itself) from the jit-compiled function and use those; compute inside it what "
+                "the generator computes."
             )
         raise TracingError(
             f"`{func}` reached PyTorch's dispatcher with a traced tensor; this is a symshape bug "

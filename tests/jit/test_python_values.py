@@ -533,3 +533,42 @@ def test_inspect_getattr_static_works_while_tracing():
         x = torch.randn(n)
         torch.testing.assert_close(f(x), fn(x))
     assert f.stats.compiles == 1
+
+
+def test_attributes_set_on_a_returned_tensor_come_back_on_every_call():
+    def tag(x):
+        y = x * 2
+        y.label = "doubled"
+        y.scale = x.sum()  # a traced value: this call's
+        y.n = x.shape[0]  # a size: this call's
+        return y
+
+    jf = symshape.jit(tag, dynamic=True)
+    for n in (2, 3, 5):
+        x = torch.arange(float(n))
+        got, want = jf(x), tag(x)
+        torch.testing.assert_close(got, want)
+        assert got.label == want.label == "doubled"
+        torch.testing.assert_close(got.scale, want.scale)
+        assert got.n == want.n == n
+    assert jf.stats.compiles == 1
+
+
+def test_a_returned_closure_closes_over_each_calls_values():
+    def make(x):
+        scale = x.sum()
+
+        def apply(y):
+            return y * scale + x.shape[0]
+
+        return apply, lambda: x * 3
+
+    jf = symshape.jit(make, dynamic=True)
+    for n in (2, 3, 4):
+        x = torch.arange(float(n))
+        (g1, h1), (g2, h2) = jf(x), make(x)
+        y = torch.ones(n)
+        torch.testing.assert_close(g1(y), g2(y))
+        torch.testing.assert_close(h1(), h2())
+        assert g1.__name__ == "apply" and g1.__qualname__ == g2.__qualname__
+    assert jf.stats.compiles == 1
