@@ -17,6 +17,8 @@ import copy
 import functools
 import inspect
 import logging
+import os
+import random
 import re
 import threading
 import types
@@ -37,8 +39,9 @@ from symshape.jit.policy import Dim, Policy, normalize_dims
 from symshape.jit.prologue import InputSpecErrorAtTrace, UntraceableInput
 from symshape.jit.state import _instance_dict, compare_by_identity, is_plain_object
 from symshape.jit.stats import Stats
-from symshape.jit.tracer import Traced, labels_of, trace_call
+from symshape.jit.tracer import TRACE_ONCE, Traced, labels_of, trace_call
 from symshape.sym import DataDependentError
+from symshape.sym.source import is_stdlib_file, is_user_file
 from symshape.trace.construction import ChangesModules
 from symshape.trace.context import current as _tracing
 from symshape.trace.errors import TracingError
@@ -234,6 +237,32 @@ def _sym(name):
 _MISS = object()
 
 
+def _raised_by_user_code(e: Exception) -> bool:
+    """Was ``e`` raised by the program's own code (``raise``, ``assert``, a failed
+    dict lookup, in a user file) inside the call the tracer made, not by symshape,
+    torch, or a function symshape's machinery called (a test's injected failure)?"""
+    if type(e).__module__.startswith("symshape"):
+        return False
+    codes = []
+    tb = e.__traceback__
+    while tb is not None:
+        codes.append(tb.tb_frame.f_code)
+        tb = tb.tb_next
+    starts = [i for i, c in enumerate(codes) if c is TRACE_ONCE]
+    if not starts or starts[-1] + 1 >= len(codes):
+        return False
+    inside = [c.co_filename for c in codes[starts[-1] + 1 :]]  # the call, down to the raise
+    if inside[0].startswith(_PACKAGE) or is_stdlib_file(inside[0]):
+        return False  # raised entering symshape's contexts, not in the call
+    if not is_user_file(inside[-1]):
+        return False
+    callers = [f for f in inside[:-1] if not is_stdlib_file(f)]
+    return not (callers and callers[-1].startswith(_PACKAGE))
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
 class JitFunction:
     """A traced, cached version of a function or module call."""
 
@@ -354,6 +383,7 @@ class JitFunction:
                 log.info("symshape: %s: %s is a lazy module not yet initialized; this call "
                          "runs eagerly and initializes it", self.__name__, lazy)  # fmt: skip
                 return self._fn(*args, **kwargs)
+            drawn = random.getstate()
             try:
                 traced = self._trace(m, args, kwargs, None if self._fullgraph else ())
             except ChangesModules as e:  # runs eagerly, once (trace/construction.py)
@@ -371,6 +401,11 @@ class JitFunction:
                     ) from None
                 self._draws_eagerly = e.what
                 return self._untraceable(e.what, args, kwargs)
+            except Exception as e:
+                if not _raised_by_user_code(e):
+                    raise
+                random.setstate(drawn)  # the eager call draws what the attempt drew
+                return self._raises_eagerly(e, args, kwargs)
             entry = TraceEntry(traced)
             entry._stats = self.stats
             self._entries = (entry, *self._entries)
@@ -465,6 +500,32 @@ class JitFunction:
             self._untraceable_warned = True
             warnings.warn(msg, TraceTimeSideEffectWarning, stacklevel=user_stacklevel())
         return self._fn(*args, **kwargs)
+
+    def _raises_eagerly(self, e: Exception, args, kwargs):
+        """The user's code raised while traced (``raise ValueError`` after an in-place
+        update, a counter incremented, a list appended): the attempt's effects are
+        undone, so the call runs eagerly, making them and raising as eager does."""
+        self.stats.eager_calls += 1
+        log.info(
+            "symshape: %s raised %s while traced; the call runs eagerly so that what it "
+            "changed before raising is changed, as without symshape",
+            self.__name__,
+            type(e).__name__,
+            extra={"symshape_log": "recompiles"},
+        )
+        what = type(e).__name__
+        del e  # its traceback holds the attempt's frames and their traced values
+        out = self._fn(*args, **kwargs)
+        warnings.warn(  # reached only when eager did not raise
+            f"{self.__name__} raised {what} while symshape traced it, but not when run "
+            "eagerly: it decides on something tracing changes (an isinstance of a symbolic "
+            "size, torch.compiler.is_compiling()); this call ran eagerly, and each call "
+            "that raises so does. Fix: decide on values symshape traces the same way, or "
+            "leave this function out of symshape.jit.",
+            RuntimeWarning,
+            stacklevel=user_stacklevel(),
+        )
+        return out
 
     def _changes_modules(self, what: str, args, kwargs):
         self.stats.module_changes += 1

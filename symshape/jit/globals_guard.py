@@ -241,7 +241,7 @@ def _reached(fns, depth: int = 4) -> list:
             except ValueError:  # an empty cell
                 continue
         for v in found:
-            if isinstance(v, types.FunctionType) and _users(v):
+            if isinstance(v, types.FunctionType) and users_function(v):
                 todo.append((v, d + 1))
     return out
 
@@ -287,10 +287,10 @@ def hook_functions(modules) -> list:
     dicts = [getattr(M, f"_global{n}", None) for n in HOOK_DICTS]
     dicts += [getattr(m, n, None) for root in modules for m in root.modules() for n in HOOK_DICTS]
     fns = [h for d in dicts if d for h in d.values()]
-    return [f for f in fns if isinstance(f, types.FunctionType) and _users(f)]
+    return [f for f in fns if isinstance(f, types.FunctionType) and users_function(f)]
 
 
-def _users(f: types.FunctionType) -> bool:
+def users_function(f: types.FunctionType) -> bool:
     """Is ``f`` defined in the user's own code (not an installed package's)?"""
     name = f.__code__.co_filename
     return is_user_file(name) and "-packages" not in name and not name.startswith("<frozen")

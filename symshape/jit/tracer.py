@@ -35,7 +35,7 @@ from symshape.ir.passes import Storages, has_effect
 from symshape.ir.printer import fmt
 from symshape.jit import generators, outputs, segments
 from symshape.jit.draws import Draws, DrawsEagerly, first_source
-from symshape.jit.globals_guard import GlobalsGuard, GlobalWrites, hook_functions
+from symshape.jit.globals_guard import GlobalsGuard, GlobalWrites, hook_functions, users_function
 from symshape.jit.prologue import Builder, Prologue
 from symshape.jit.state import (
     SKIPPED,
@@ -498,6 +498,9 @@ def _guard_python_state(b: Builder, fn, module):
     writes (replayed): ``(GlobalsGuard or None, GlobalWrites or None)``."""
     f = fn.__func__ if isinstance(fn, types.MethodType) else fn  # a method: its function's
     fns = [f] if module is None and isinstance(f, types.FunctionType) else []
+    forward = getattr(type(module), "forward", None) if module is not None else None
+    if isinstance(forward, types.FunctionType) and users_function(forward):
+        fns.append(forward)  # the user's own module (an installed package's is not)
     fns += hook_functions([module] if module is not None else b.roots)
     gg = GlobalsGuard(*fns) if fns else None
     if gg:  # snapshot before the call; settled after it
@@ -836,3 +839,6 @@ def _convert(ctx: TraceContext, x):
     raise TracingError(
         f"the traced function returned a {t.__name__}, which symshape cannot return from a trace"
     )
+
+
+TRACE_ONCE = _trace_once.__code__  # the frame that calls the traced function (api.py)

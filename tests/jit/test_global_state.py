@@ -104,3 +104,24 @@ def test_custom_autograd_function_without_gradients_traces_its_forward():
         torch.testing.assert_close(f(x), fn(x))
     assert f.stats.compiles == 1
     assert _Straight.apply(torch.ones(1, requires_grad=True)).requires_grad  # restored
+
+
+SCALE = 2.0
+
+
+class Scaled(torch.nn.Module):
+    def forward(self, x):
+        return x * SCALE
+
+
+def test_a_modules_forward_reads_globals_that_are_guarded():
+    global SCALE
+    m = Scaled()
+    jm = symshape.jit(m)
+    try:
+        for s in (2.0, 3.0, 2.0):
+            SCALE = s
+            torch.testing.assert_close(jm(torch.ones(2)), m(torch.ones(2)))
+    finally:
+        SCALE = 2.0
+    assert any("SCALE" in r for r in jm.stats.recompile_reasons)

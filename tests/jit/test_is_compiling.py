@@ -52,13 +52,16 @@ def test_the_tracing_path_matches_eager():
 
 
 def test_put_back_after_a_trace_that_fails():
+    seen = []
+
     def fn(x):
-        assert torch.compiler.is_compiling()
+        seen.append(torch.compiler.is_compiling())
         raise ValueError("user error")
 
     original = torch.compiler.is_compiling
     with pytest.raises(ValueError, match="user error"):
         symshape.jit(fn)(torch.randn(2))
+    assert seen == [False]  # the attempt's append is undone; the eager call's stays
     assert torch.compiler.is_compiling is original and not torch.compiler.is_compiling()
 
 

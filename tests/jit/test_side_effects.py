@@ -99,12 +99,15 @@ def test_other_threads_are_not_intercepted(capsys):
 def test_print_and_random_are_restored_after_a_trace_that_fails():
     originals = builtins.print, random.random, random.randint
 
+    wrapped = []
+
     def fn(x):
-        assert builtins.print is not originals[0]  # wrapped while tracing
+        wrapped.append(builtins.print is not originals[0])  # while tracing: wrapped
         raise ValueError("boom")
 
-    with pytest.raises(ValueError, match="boom"):
+    with pytest.raises(ValueError, match="boom"):  # raised by the eager call that follows
         symshape.jit(fn)(torch.ones(2))
+    assert wrapped == [False]  # the attempt's append is undone; eager's stays, once
     assert (builtins.print, random.random, random.randint) == originals
 
 
