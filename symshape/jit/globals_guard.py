@@ -156,7 +156,7 @@ class GlobalWrites:
 
     def __init__(self, gg: GlobalsGuard):
         self.names = [(g, {n: g.get(n, _MISSING) for n in names}) for g, names in gg.stored]
-        self.cells = [(n, c, _contents(c)) for n, c in gg.all_cells]
+        self.cells = [(n, c, cell_contents(c)) for n, c in gg.all_cells]
         self.containers = [
             (g.value, shallow(g.value))
             for g in gg.objects
@@ -178,7 +178,7 @@ class GlobalWrites:
                 else:
                     g[n] = old
         for _, c, old in self.cells:
-            new = _contents(c)
+            new = cell_contents(c)
             if new is not old and new is not _MISSING:
                 out.append((const(c), "cell", None, new))
                 if old is _MISSING:
@@ -211,7 +211,8 @@ def _changes(c, before: tuple) -> list:
     return changes(c, before)
 
 
-def _contents(cell):
+def cell_contents(cell):
+    """A closure cell's value; ``_MISSING`` for an empty one."""
     try:
         return cell.cell_contents
     except ValueError:  # empty

@@ -35,7 +35,13 @@ from symshape.ir.passes import Storages, has_effect
 from symshape.ir.printer import fmt
 from symshape.jit import generators, outputs, segments
 from symshape.jit.draws import Draws, DrawsEagerly, first_source
-from symshape.jit.globals_guard import GlobalsGuard, GlobalWrites, hook_functions, users_function
+from symshape.jit.globals_guard import (
+    GlobalsGuard,
+    GlobalWrites,
+    cell_contents,
+    hook_functions,
+    users_function,
+)
 from symshape.jit.prologue import Builder, Prologue
 from symshape.jit.state import (
     SKIPPED,
@@ -184,6 +190,11 @@ def trace_call(
             gc.enable()
 
 
+def _tracked(*tracked):
+    """``roots()`` for the frame state at a read (``_tracked_state``)."""
+    return functools.partial(_tracked_state, *tracked)
+
+
 def _tracked_state(writes: dict, slot_writes, swapped, global_writes, read_states) -> tuple:
     """What a trace has written so far outside the frames of the call, and the
     objects it tracks, as they are now: part of the Python state at a read."""
@@ -195,16 +206,9 @@ def _tracked_state(writes: dict, slot_writes, swapped, global_writes, read_state
     ]
     if global_writes is not None:
         out.append(tuple((n, g.get(n)) for g, before in global_writes.names for n in before))
-        out.append(tuple(_cell_value(c) for _, c, _ in global_writes.cells))
+        out.append(tuple(cell_contents(c) for _, c, _ in global_writes.cells))
         out.append(tuple(c for c, _ in global_writes.containers))
     return tuple(out)
-
-
-def _cell_value(c):
-    try:
-        return c.cell_contents
-    except ValueError:  # empty
-        return _tracked_state
 
 
 def _trace_once(
@@ -290,9 +294,8 @@ def _trace_once(
         pending = None  # the read this attempt stopped at, its value unknown
         stored: list = []  # writes into globals, closures and what they hold
         if ctx.split is not None:  # the Python state at a read: frames below this one
-            ctx.split.boundary = sys._getframe()
             tracked = (writes, slot_writes, swapped, global_writes, read_states)
-            ctx.split.roots = functools.partial(_tracked_state, *tracked)
+            ctx.split.boundary, ctx.split.roots = sys._getframe(), _tracked(*tracked)
         try:
             result = call(*pargs, **pkw)
         except TypeError as e:
