@@ -23,6 +23,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from symshape.ir import ASSERT, CONST, SYM, TensorMeta, Trace, Var, cse, dce, iter_vars
+from symshape.ops import grad as ops_grad
 from symshape.ops import lookup
 from symshape.ops.grad import unbroadcast
 from symshape.trace.context import TraceContext
@@ -42,6 +43,8 @@ class Backward:
     symbols: list  # forward symbol Vars the backward reads
     grad_outputs: list  # forward output Vars that receive a gradient (in order)
     floats: list = dataclasses.field(default_factory=list)  # forward float Vars it reads
+    # per grad output: may autograd pass None for it (only added to other gradients)
+    optional: list = dataclasses.field(default_factory=list)
 
 
 def _requires_grad(v) -> bool:
@@ -134,6 +137,7 @@ def _backward(fctx: TraceContext, bctx: TraceContext, fwd: Trace, outputs, input
         gv = Var(bctx.fresh(f"g_{o.name}_"), meta)
         grad_vars.append(gv)
         grads[id(o)] = bctx.proxy(gv, meta)
+    seeds = {id(grads[id(o)]) for o in outputs}
 
     def accumulate(fv, g):
         if type(fv) in (tuple, list):
@@ -144,7 +148,9 @@ def _backward(fctx: TraceContext, bctx: TraceContext, fwd: Trace, outputs, input
             return
         g = unbroadcast(bctx, g, proxy_of(fv))
         prev = grads.get(id(fv))
-        grads[id(fv)] = g if prev is None else prev + g
+        if prev is not None and id(prev) in seeds:  # an output's own, maybe absent
+            g = ops_grad.add_output_grad.rule(bctx, ops_grad.add_output_grad, g, prev)
+        grads[id(fv)] = g if prev is None or id(prev) in seeds else prev + g
 
     with bctx, TracingMode(bctx, lookup):
         for n in reversed(fwd.nodes):
@@ -201,6 +207,18 @@ def _backward(fctx: TraceContext, bctx: TraceContext, fwd: Trace, outputs, input
     )
     trace.lint()
     del saved_inputs
-    return Backward(
-        trace, [fv for fv, _ in keep_saved], syms, list(outputs), [fv for fv, _ in kept_floats]
-    )
+    saved_fv = [fv for fv, _ in keep_saved]
+    optional = _optional_grads(trace, grad_vars)
+    return Backward(trace, saved_fv, syms, list(outputs), [fv for fv, _ in kept_floats], optional)
+
+
+def _optional_grads(trace: Trace, grad_vars: list) -> list:
+    """For each output's gradient input: True when it is only ever added to other
+    gradients (``add_output_grad``), so autograd may leave it out (None)."""
+    direct = {id(v) for v in iter_vars(trace.output)}
+    for n in trace.nodes:
+        reads = n.inputs()
+        if n.op is ops_grad.add_output_grad:
+            reads = [v for v in reads if v is not n.args[1]]
+        direct.update(id(v) for v in reads)
+    return [id(v) not in direct for v in grad_vars]

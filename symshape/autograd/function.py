@@ -20,13 +20,26 @@ import torch
 
 
 def make_function(
-    name: str, forward, backward, n_out: int, n_saved: int, diff_out: list, grad_in: list, n_in: int
+    name: str,
+    forward,
+    backward,
+    n_out: int,
+    n_saved: int,
+    diff_out: list,
+    grad_in: list,
+    n_in: int,
+    optional: list | None = None,
 ):
     """An autograd.Function running ``forward``/``backward``.
 
     ``backward`` takes a list of its inputs (compiled with ``boxed=True``).
     ``diff_out``: positions of the outputs whose gradients the backward takes;
-    ``grad_in``: positions of the forward inputs it returns gradients for."""
+    ``grad_in``: positions of the forward inputs it returns gradients for;
+    ``optional``: per ``diff_out``, whether the backward takes None for that
+    output's gradient (nothing used the output): autograd then makes no zeros
+    for it, and only the others are filled with zeros when absent."""
+    lazy = optional is not None and any(optional)
+    needed = [i for i, o in zip(diff_out, optional or [False] * len(diff_out)) if not o]
 
     def fwd(ctx, *args):
         res = forward(*args)
@@ -37,6 +50,9 @@ def make_function(
         ctx.mark_non_differentiable(
             *(o for o in outs if isinstance(o, torch.Tensor) and id(o) not in diff)
         )
+        if lazy:  # autograd's own zeros for an unused output would cost its size
+            ctx.set_materialize_grads(False)
+            ctx.zeros = {i: (outs[i].shape, outs[i].dtype, outs[i].device) for i in needed}
         return outs
 
     def bwd(ctx, *gouts):
@@ -48,6 +64,8 @@ def make_function(
                 "trace is not itself differentiable). Compute higher-order gradients without "
                 "symshape.jit, or call backward without create_graph=True."
             )
+        if lazy:
+            gouts = _zeros_where_needed(ctx.zeros, gouts)
         args = [*ctx.saved_tensors, *ctx.sizes, *(gouts[i] for i in diff_out)]
         ctx.maybe_clear_saved_tensors()
         grads = backward(args)
@@ -61,3 +79,12 @@ def make_function(
         (torch.autograd.Function,),
         {"forward": staticmethod(fwd), "backward": staticmethod(bwd)},
     )
+
+
+def _zeros_where_needed(zeros: dict, gouts: tuple) -> list:
+    """The outputs' gradients, zeros for those absent that the backward reads."""
+    gouts = list(gouts)
+    for i, (shape, dtype, device) in zeros.items():
+        if gouts[i] is None:
+            gouts[i] = torch.zeros(shape, dtype=dtype, device=device)
+    return gouts

@@ -536,6 +536,7 @@ def with_backward(env, trace: Trace, run, grad: _Grad, name: str, backend=None):
         grad.diff_out,
         [trace.inputs.index(v) for v in grad.inputs],
         len(trace.inputs),
+        grad.backward.optional if backend is None else None,
     )
     return _passing_inputs_through(fn.apply, trace, grad.n_out), backward
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import torch
 
-from symshape.ops.registry import BY_NAME
+from symshape.ops.registry import BY_NAME, register
 from symshape.sym import logic as L
 from symshape.trace.proxy import TensorProxy
 
@@ -49,6 +49,14 @@ def nondifferentiable(*names: str) -> None:
         op = BY_NAME.get(n)
         if op is not None:
             op.differentiable = False
+
+
+@register("add_output_grad", "symshape.ops.runtime.add_output_grad")
+def add_output_grad(ctx, op, grad, incoming):
+    """A gradient accumulated into an output's incoming one, which may be absent at run
+    time (``runtime.add_output_grad``): the backward then needs no zeros for it."""
+    m = ctx.meta(grad)
+    return ctx.emit(op, (grad, incoming), {}, ctx.out_meta(m.shape, m.dtype, m.device))
 
 
 def needs(x) -> bool:

@@ -74,3 +74,9 @@ def assert_true(condition, message):
     """``torch._assert`` of a tensor: eager's ``if not condition: raise AssertionError``."""
     if not condition:
         raise AssertionError(message)
+
+
+def add_output_grad(grad, incoming):
+    """A gradient plus the gradient autograd passed for a traced output, which is
+    None when nothing used that output (a model's logits beside its loss)."""
+    return grad if incoming is None else torch.add(incoming, grad)

@@ -218,3 +218,48 @@ def test_outputs_that_alias_inputs_stay_views():
             shares = got.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
             assert shares and got._is_view() == want._is_view()
             assert got.stride() == want.stride() and torch.equal(got, want)
+
+
+class LossAndLogits(nn.Module):
+    """A model that returns its loss and its logits (transformers' ``labels=`` path)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.body = nn.Linear(D, D)
+        self.head = nn.Linear(D, 2048)
+
+    def forward(self, x, labels):
+        logits = self.head(torch.tanh(self.body(x)))
+        return nn.functional.cross_entropy(logits, labels), logits
+
+
+def _losses(model, x, labels, use):
+    loss, logits = model(x, labels)
+    return {"loss": loss, "logits": logits.square().mean(), "both": loss + logits.mean()}[use]
+
+
+@pytest.mark.parametrize("use", ["loss", "logits", "both"])
+@pytest.mark.parametrize("rows", [512, 300])
+def test_an_unused_outputs_gradient_is_never_made(use, rows):
+    # eager gives nothing to the logits' node when only the loss is differentiated: a
+    # trace that returns both must not fill a logits-sized gradient with zeros either
+    model = LossAndLogits()
+    jm = symshape.jit(model, dynamic=True)
+    _losses(jm, torch.randn(64, D), torch.randint(0, 2048, (64,)), use).backward()
+    model.zero_grad(set_to_none=True)
+    x, labels = torch.randn(rows, D), torch.randint(0, 2048, (rows,))
+
+    def step(m):
+        def run():
+            _losses(m, x, labels, use).backward()
+            grads = [p.grad for p in m.parameters()]
+            for p in m.parameters():
+                p.grad = None
+            return grads
+
+        return run
+
+    assert all(torch.equal(a, b) for a, b in zip(step(jm)(), step(model)()))
+    eager, traced = peak_bytes(step(model))[0], peak_bytes(step(jm))[0]
+    assert traced <= eager + 64 * 1024, (use, rows, traced, eager)
