@@ -12,7 +12,7 @@ from symshape.ops.registry import BY_NAME, OpDef, available, lookup, register, s
 
 FAMILIES = (
     "elementwise", "metadata", "casts", "factories", "reductions", "linalg", "views",
-    "indexing", "joins", "sorting", "datadep", "nn", "dropout", "conv", "pooling", "resize", "losses",
+    "indexing", "joins", "sorting", "datadep", "nn", "attention", "dropout", "conv", "pooling", "resize", "losses",
     "random", "special", "view_variants", "fft", "decompositions", "products",
     "scans", "index_scatter", "nn_functional", "shape_factories", "rnn",
     "grad_mode", "autograd_attrs",
@@ -21,7 +21,7 @@ FAMILIES = (
 )  # fmt: skip
 GRADIENTS = (
     "elementwise_vjp", "casts_vjp", "factories_vjp", "reductions_vjp", "linalg_vjp",
-    "views_vjp", "indexing_vjp", "joins_vjp", "datadep_vjp", "nn_vjp", "conv_vjp",
+    "views_vjp", "indexing_vjp", "joins_vjp", "datadep_vjp", "nn_vjp", "attention_vjp", "conv_vjp",
     "pooling_vjp", "resize_vjp", "losses_vjp", "random_vjp",
     "special_vjp", "view_variants_vjp", "fft_vjp", "decompositions_vjp",
     "scans_vjp", "index_scatter_vjp", "nn_functional_vjp", "shape_factories_vjp", "rnn_vjp",

@@ -1,5 +1,5 @@
-"""Neural-network layers: normalization, embedding, dropout, attention,
-``F.normalize``, pixel shuffle.
+"""Neural-network layers: normalization, embedding, dropout, ``F.normalize``,
+pixel shuffle (attention is in ``attention.py``).
 
 Each op is registered on the C builtin that generated code calls
 (``torch.layer_norm``, ``torch.batch_norm``, ``torch.embedding``...) with a rule
@@ -9,7 +9,6 @@ work eager does there (defaults, argument checks) and hands over. Shapes are
 exact::
 
     layer_norm(x: f32[s0, s1, 8], (8,))              -> f32[s0, s1, 8]
-    sdpa(q: [s0, 4, s1, 16], k: [s0, 4, s2, 16], v)  -> [s0, 4, s1, 16]
     pixel_shuffle(x: [s0, 4*c, h, w], 2)             -> [s0, c, 2*h, 2*w]
 
 Every size check eager makes is made here too (``expect``): decided by the
@@ -21,13 +20,12 @@ numbers (never merged by CSE).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 
-from symshape.ops._helpers import broadcast_shapes, device_of, numel
+from symshape.ops._helpers import device_of, numel
 from symshape.ops.registry import OpDef, define, lookup, register
 from symshape.sym import expr as E
 from symshape.sym import logic as L
@@ -524,175 +522,6 @@ def _f_embedding(
         input = renorm_in_place(ctx, "F.embedding", weight, input, max_norm, norm_type)
     args = (weight, input, padding_idx, scale_grad_by_freq, sparse)
     return embedding.rule(ctx, embedding, *args)
-
-
-# -- attention --------------------------------------------------------------------------
-
-
-def _sdpa(
-    ctx,
-    op,
-    query,
-    key,
-    value,
-    attn_mask=None,
-    dropout_p=0.0,
-    is_causal=False,
-    scale=None,
-    enable_gqa=False,
-):
-    q, k, v = ctx.meta(query), ctx.meta(key), ctx.meta(value)
-    if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
-        raise RuntimeError(
-            "Expected query, key, and value to all be  at least 2 dimensional, but got "
-            f"query.dim: {q.ndim} key.dim: {k.ndim} and value.dim: {v.ndim} instead."
-        )
-    if not (q.dtype == k.dtype == v.dtype):
-        raise RuntimeError(
-            "Expected query, key, and value to have the same dtype, but got query.dtype: "
-            f"{c_type(q.dtype)} key.dtype: {c_type(k.dtype)} and "
-            f"value.dtype: {c_type(v.dtype)} instead."
-        )
-    if attn_mask is not None and ctx.meta(attn_mask).dtype not in (torch.bool, q.dtype):
-        a = ctx.meta(attn_mask).dtype
-        raise RuntimeError(
-            "Expected attn_mask dtype to be bool or float or to match query dtype, but got "
-            f"attn_mask.dtype: {c_type(a)} and  query.dtype: "
-            f"{c_type(q.dtype)} instead."
-        )
-    kwargs = {"scale": scale} if scale is not None else {}  # keyword-only in the builtin
-    if enable_gqa:
-        kwargs["enable_gqa"] = True
-    args = (query, key, value, attn_mask, dropout_p, is_causal)
-    target = sdpa_dropout if dropout_p > 0.0 else op
-    # an empty query or value: eager returns [*query.shape[:-1], Ev] with no further checks
-    if _decide(ctx, L.or_(L.eq(numel(q.shape), 0), L.eq(numel(v.shape), 0))):
-        shape = (*q.shape[:-1], v.shape[-1])
-        return ctx.emit(target, args, kwargs, out(ctx, shape, q.dtype, query, key, value))
-    if not (q.dtype.is_floating_point or q.dtype.is_complex):
-        raise RuntimeError(f"expected scalar type Float but found {_SCALAR_TYPE[q.dtype]}")
-    if attn_mask is not None and is_causal:
-        raise RuntimeError(
-            "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True"
-        )
-    kb, vb = list(k.shape[:-2]), list(v.shape[:-2])
-    if enable_gqa and q.ndim >= 3 and k.ndim >= 3 and v.ndim >= 3:
-        _gqa_heads(ctx, q.shape[-3], kb[-1], vb[-1])
-        kb[-1] = vb[-1] = q.shape[-3]  # key and value heads are repeated to the query's
-    # scores = q @ k^T: [*batch, L, S]; out = scores @ v: [*batch, L, Ev]
-    length, s = q.shape[-2], k.shape[-2]
-    batch = broadcast_shapes(ctx, q.shape[:-2], kb)
-    _bmm_sizes(ctx, batch, q.shape[-1], k.shape[-1])
-    if attn_mask is not None:
-        scores = (*batch, length, s)
-        full = broadcast_shapes(ctx, scores, ctx.meta(attn_mask).shape)  # added to the scores
-        same_sizes(
-            ctx,
-            full,
-            scores,
-            lambda: RuntimeError(
-                f"output with shape {show(ctx, scores)} doesn't match the broadcast shape "
-                f"{show(ctx, full)}"
-            ),
-        )
-    weights = (*batch, length, s)
-    batch = broadcast_shapes(ctx, batch, vb)
-    _bmm_sizes(ctx, batch, s, v.shape[-2])
-    shape = (*batch, length, v.shape[-1])
-    if target is sdpa_dropout and _math_kernel(ctx, query, key, value, attn_mask):
-        # eager's own CPU kernel, which also returns the attention weights after
-        # dropout: its gradient needs them (the same random draws as eager's)
-        if attn_mask is not None and ctx.meta(attn_mask).dtype == torch.bool:
-            mask = decompose(ctx, _additive_mask, attn_mask, q.dtype)
-            args = (query, key, value, mask, *args[4:])
-        o, _ = ctx.emit(
-            sdpa_math,
-            args,
-            kwargs,
-            (out(ctx, shape, q.dtype, query, key, value), out(ctx, weights, q.dtype, query, key)),
-        )
-        return o
-    return ctx.emit(target, args, kwargs, out(ctx, shape, q.dtype, query, key, value))
-
-
-def _additive_mask(mask, dtype):
-    # eager's convert_boolean_attn_mask: 0 where attending, -inf elsewhere
-    zero = torch.zeros((), dtype=dtype, device=mask.device)
-    return torch.where(mask, zero, torch.full((), -math.inf, dtype=dtype, device=mask.device))
-
-
-def _math_kernel(ctx, *tensors) -> bool:
-    """Dropout in attention that needs gradients, on the CPU: eager runs
-    ``_scaled_dot_product_attention_math`` there (other devices draw the dropout
-    mask inside fused kernels)."""
-    ts = [ctx.meta(t) for t in tensors if t is not None]
-    return (
-        torch.is_grad_enabled()
-        and any(m.requires_grad for m in ts)
-        and all(m.device.type == "cpu" for m in ts)
-    )
-
-
-def _bmm_sizes(ctx, batch, want, got) -> None:
-    """The inner sizes of a batched matmul agree."""
-    expect(
-        ctx,
-        L.eq(got, want),
-        lambda: RuntimeError(
-            f"Expected size for first two dimensions of batch2 tensor to be: "
-            f"[{show(ctx, numel(batch))}, {show(ctx, want)}] but got: "
-            f"[{show(ctx, numel(batch))}, {show(ctx, got)}]."
-        ),
-    )
-
-
-def _gqa_heads(ctx, hq, hk, hv) -> None:
-    """Eager's grouped-query check: equal head counts, or key/value counts that divide
-    the query's (a zero count is asked about first: it cannot divide)."""
-    if ctx.known(L.and_(L.eq(hq, hk), L.eq(hk, hv))) is True:
-        return
-
-    def err():
-        return RuntimeError("Number of heads in key and value must divide the number of heads in ")
-
-    if all(_decide(ctx, L.ne(h, 0)) for h in (hk, hv)):
-        expect(ctx, L.and_(L.eq(E.mod(hq, hk), 0), L.eq(E.mod(hq, hv), 0)), err)
-    else:
-        expect(ctx, L.and_(L.eq(hq, hk), L.eq(hk, hv)), err)
-
-
-def _decide(ctx, cond) -> bool:
-    r = ctx.known(cond)
-    return r if r is not None else ctx.guard(cond)
-
-
-sdpa = register(
-    "scaled_dot_product_attention",
-    "torch._C._nn.scaled_dot_product_attention",
-    F.scaled_dot_product_attention,
-)(_sdpa)
-# with dropout_p > 0 it draws random numbers
-sdpa_dropout = define(
-    OpDef(
-        "scaled_dot_product_attention_dropout",
-        "torch._C._nn.scaled_dot_product_attention",
-        torch._C._nn.scaled_dot_product_attention,
-        _sdpa,
-        random=True,
-    ),
-    [],
-)
-# with dropout where gradients are needed: (output, attention weights after dropout)
-sdpa_math = define(
-    OpDef(
-        "scaled_dot_product_attention_math",
-        "torch.ops.aten._scaled_dot_product_attention_math.default",
-        torch.ops.aten._scaled_dot_product_attention_math.default,
-        _sdpa,
-        random=True,
-    ),
-    [],
-)
 
 
 # -- composites ---------------------------------------------------------------------------

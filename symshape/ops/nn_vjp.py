@@ -1,5 +1,5 @@
 """Gradients of the nn layers (``nn.py``): normalization, embedding, dropout,
-attention, pixel shuffle.
+pixel shuffle (attention's are in ``attention_vjp.py``).
 
 The normalizations call eager's own backward kernels
 (``native_layer_norm_backward``, ``native_group_norm_backward``,
@@ -20,19 +20,14 @@ multiplies by it too::
 
     t0, t1 = _dropout_noise(x, 0.5, False, False)  # f32[s0, s1], f32[s0, s1]   (forward)
     t2 = _mul(g_t0_0, t1)                                                       (backward)
-
-Attention is differentiated from its math formulation
-``softmax(q k^T * scale + mask) v``, recomputing the weights from q and k.
 """
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 
-from symshape.ops.grad import aten, is_t, needs, vjp
+from symshape.ops.grad import aten, needs, vjp
 from symshape.ops.nn import out
 from symshape.trace.errors import TracingError
 
@@ -316,132 +311,6 @@ def _dropout_noise(ctx, grads, outs, input, p, feature, alpha):
 def _native_dropout(ctx, grads, outs, input, p, train):
     scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
     return {0: torch.ops.aten.native_dropout_backward(grads[0], outs[1], scale)}
-
-
-@vjp("scaled_dot_product_attention_dropout")
-def _sdpa_dropout(ctx, grads, outs, *args, **kwargs):
-    raise TracingError(
-        "scaled_dot_product_attention with dropout_p > 0 has no exact gradient in symshape off "
-        "the CPU (eager draws its dropout mask inside a fused kernel there). Fix: use "
-        "dropout_p=0.0 while training through symshape.jit, or apply F.dropout to the "
-        "attention output instead."
-    )
-
-
-# -- attention -----------------------------------------------------------------------------
-
-
-def _repeat_heads(x, heads):
-    """``x.repeat_interleave(heads // x.size(-3), -3)`` (grouped-query attention)."""
-    h = x.size(-3)
-    lead = list(x.shape[:-3])
-    rest = list(x.shape[-2:])
-    return x.unsqueeze(-3).expand([*lead, h, heads // h, *rest]).reshape([*lead, heads, *rest])
-
-
-def _sum_heads(g, heads):
-    """The gradient of ``_repeat_heads``: the repeated heads summed."""
-    lead = list(g.shape[:-3])
-    rest = list(g.shape[-2:])
-    return g.reshape([*lead, heads, g.size(-3) // heads, *rest]).sum(-3)
-
-
-def _scale(ctx, query, scale):
-    """``scale``, or eager's default 1/sqrt(E) (a 0-d tensor when E is symbolic)."""
-    if scale is not None:
-        return scale
-    e = ctx.meta(query).shape[-1]
-    if type(e) is int:
-        return 1.0 / math.sqrt(e)
-    return torch.full((), query.size(-1), dtype=torch.float64, device=query.device).rsqrt()
-
-
-@vjp("scaled_dot_product_attention")
-def _sdpa(
-    ctx,
-    grads,
-    outs,
-    query,
-    key,
-    value,
-    attn_mask=None,
-    dropout_p=0.0,
-    is_causal=False,
-    scale=None,
-    enable_gqa=False,
-):
-    return _attention(
-        ctx, grads[0], None, query, key, value, attn_mask, is_causal, scale, enable_gqa
-    )
-
-
-@vjp("scaled_dot_product_attention_math")
-def _sdpa_math(
-    ctx,
-    grads,
-    outs,
-    query,
-    key,
-    value,
-    attn_mask=None,
-    dropout_p=0.0,
-    is_causal=False,
-    dropout_mask=None,
-    scale=None,
-    enable_gqa=False,
-):
-    # outs[1] = D = dropout(P): out = D @ v. With the kept mask K, D = P * K / (1 - p),
-    # so P * dL/dP = dL/dD * D, and softmax's backward needs no mask:
-    # dL/dscores = dL/dD * D - P * sum(dL/dD * D)
-    g, g_weights = grads[0], grads[1]
-    if g is None:
-        g = torch.zeros_like(outs[0])
-    return _attention(
-        ctx, g, outs[1], query, key, value, attn_mask, is_causal, scale, enable_gqa, g_weights
-    )
-
-
-def _attention(
-    ctx, g, dropped, query, key, value, attn_mask, is_causal, scale, enable_gqa, g_dropped=None
-):
-    """Gradients of attention; ``dropped`` are the weights after dropout (None: none)."""
-    q, k, v = query, key, value
-    gqa = enable_gqa and q.dim() >= 3 and k.dim() >= 3 and v.dim() >= 3
-    if gqa:
-        k, v = _repeat_heads(k, q.size(-3)), _repeat_heads(v, q.size(-3))
-    s = _scale(ctx, q, scale)
-    scores = q.matmul(k.transpose(-2, -1)) * s
-    if is_causal:
-        keep = torch.ones(q.size(-2), k.size(-2), dtype=torch.bool, device=q.device).tril()
-        scores = scores.masked_fill(keep.logical_not(), -math.inf)
-    elif attn_mask is not None and ctx.meta(attn_mask).dtype == torch.bool:
-        scores = scores.masked_fill(attn_mask.logical_not(), -math.inf)
-    elif attn_mask is not None:
-        scores = scores + attn_mask
-    attn = torch.softmax(scores, -1)
-    if attn_mask is not None:  # eager's _safe_softmax: a fully masked row attends to nothing
-        attn = torch.where((scores == -math.inf).all(-1, keepdim=True), 0.0, attn)
-    res = {}
-    if needs(value):
-        gv = (attn if dropped is None else dropped).transpose(-2, -1).matmul(g)
-        res[2] = _sum_heads(gv, value.size(-3)) if gqa else gv
-    if needs(query) or needs(key) or (is_t(attn_mask) and needs(attn_mask)):
-        ga = g.matmul(v.transpose(-2, -1))
-        if g_dropped is not None:
-            ga = ga + g_dropped
-        if dropped is None:
-            gs = attn * (ga - (ga * attn).sum(-1, keepdim=True))  # softmax's backward
-        else:
-            gd = ga * dropped
-            gs = gd - attn * gd.sum(-1, keepdim=True)
-        if needs(query):
-            res[0] = gs.matmul(k) * s
-        if needs(key):
-            gk = gs.transpose(-2, -1).matmul(q) * s
-            res[1] = _sum_heads(gk, key.size(-3)) if gqa else gk
-        if is_t(attn_mask) and needs(attn_mask):
-            res[3] = gs
-    return res
 
 
 # -- pixel shuffle -------------------------------------------------------------------------
