@@ -4,8 +4,11 @@
 
 GPT-2 from configs (random weights, dropout off, a vocabulary of 8192 so the
 LM head does not dominate the small configs) at three depths (2 layers
-d=128, 6 layers d=256, 12 layers d=768; tokens [8, 256]) and the transformer
-block of benchmarks/workloads.py at d=512, [8, 256, 512]. Two modes:
+d=128, 6 layers d=256, 12 layers d=768; tokens [8, 256]); the 6-layer model
+with its loss computed inside (``labels=``, as transformers' Trainer calls
+it) at [8, 256] and at one sequence of 4,096 tokens, where attention's
+[L, L] matrices would dominate; and the transformer block of
+benchmarks/workloads.py at d=512, [8, 256, 512]. Two modes:
 
 - inference: ``torch.no_grad()``, the logits;
 - training: the language-model loss and ``loss.backward()`` (gradients are
@@ -20,7 +23,8 @@ median is reported. Peak memory: ``tests/memory_check.peak_bytes``
 one step, as bytes above what was live before it (weights excluded, the
 gradients a training step makes included).
 
-``--quick``: only the 2- and 6-layer GPT-2 and fewer rounds.
+``--quick``: only the 2- and 6-layer GPT-2 and fewer rounds; ``--only TEXT``: the cases
+whose name contains TEXT.
 """
 
 from __future__ import annotations
@@ -45,19 +49,28 @@ MB = 2**20
 
 
 class GPT2Logits(nn.Module):
-    def __init__(self, n_layer: int, d: int):
+    def __init__(self, n_layer: int, d: int, positions: int = 512):
         super().__init__()
         from transformers import GPT2Config, GPT2LMHeadModel
 
         cfg = GPT2Config(
-            n_layer=n_layer, n_embd=d, n_head=max(2, d // 64), vocab_size=8192, n_positions=512,
-            resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0,
+            n_layer=n_layer, n_embd=d, n_head=max(2, d // 64), vocab_size=8192,
+            n_positions=positions, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+            bos_token_id=0, eos_token_id=0,
         )  # fmt: skip
         torch.manual_seed(0)
         self.model = GPT2LMHeadModel(cfg)
 
     def forward(self, input_ids):
         return self.model(input_ids).logits
+
+
+class GPT2Labels(GPT2Logits):
+    """The loss computed inside the model (``labels=``): the model also returns its
+    logits, which the step never differentiates."""
+
+    def forward(self, input_ids):
+        return self.model(input_ids=input_ids, labels=input_ids).loss
 
 
 def lm_loss(logits, targets):
@@ -78,9 +91,12 @@ def cases(quick: bool):
     g = torch.Generator().manual_seed(0)
     tokens = torch.randint(0, 8192, (8, 256), generator=g)
     targets = torch.randint(0, 8192, (8, 256), generator=g)
+    long = torch.randint(0, 8192, (1, 4096), generator=g)
     out = [
         ("GPT-2 2L d=128", lambda: GPT2Logits(2, 128), tokens, lambda y: lm_loss(y, targets)),
         ("GPT-2 6L d=256", lambda: GPT2Logits(6, 256), tokens, lambda y: lm_loss(y, targets)),
+        ("GPT-2 6L d=256 labels=", lambda: GPT2Labels(6, 256), tokens, lambda y: y),
+        ("GPT-2 6L d=256 labels= [1,4096]", lambda: GPT2Labels(6, 256, 4096), long, lambda y: y),
     ]
     if not quick:
         out.append(

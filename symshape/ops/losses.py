@@ -169,7 +169,17 @@ def cross_entropy_loss(
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     shape = _class_target(ctx, m, t)
     _class_weight(ctx, m, weight)
+    if label_smoothing == 0.0 and torch.is_grad_enabled() and m.requires_grad:
+        # eager's composite, so the backward reads the log-probabilities it keeps, as
+        # eager's does, instead of computing them again
+        dim = 0 if m.ndim == 1 else 1
+        return decompose(ctx, _log_softmax_nll, input, target, weight, reduction, ignore_index, dim)
     return ctx.emit(op, args, {}, out(ctx, _reduced(shape, reduction), m.dtype, input))
+
+
+def _log_softmax_nll(input, target, weight, reduction, ignore_index, dim):
+    logp = torch.log_softmax(input, dim)
+    return torch._C._nn.nll_loss_nd(logp, target, weight, reduction, ignore_index)
 
 
 @functional(F.cross_entropy, "cross_entropy")

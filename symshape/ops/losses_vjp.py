@@ -2,15 +2,19 @@
 
 ``nll_loss`` uses eager's kernels: its ``total_weight`` (the sum of the
 weights of the targets not ignored) is recomputed by ``nll_loss_forward``.
-``cross_entropy`` is eager's composite, ``nll_loss(log_softmax(x))`` plus the
-label-smoothing term, differentiated step by step in eager's order, with
-``log_softmax`` recomputed from the saved input::
+``cross_entropy`` of class indices that needs a gradient is traced as eager's
+composite, ``nll_loss_nd(log_softmax(x))``, so the backward reads the
+log-probabilities the forward kept, as eager's does::
 
-    t0 = _cross_entropy_loss(x, y, None, 1, -100, 0.0)  # f32[]   (forward)
-    t1 = _log_softmax(x, 1)  # f32[s0, s1]                      (backward)
-    t2, t3 = _aten_nll_loss_forward(t1, y, None, 1, -100)
-    t4 = _aten_nll_loss_backward(g_t0_0, t1, y, None, 1, -100, t3)
-    t5 = _aten__log_softmax_backward_data(t4, t1, 1, torch.float32)
+    t0 = _log_softmax(x, 1)  # f32[s0, s1]                      (forward)
+    t1 = _nll_loss_nd(t0, y, None, 1, -100)  # f32[]
+    t2, t3 = _aten_nll_loss_forward(t0, y, None, 1, -100)        (backward)
+    t4 = _aten_nll_loss_backward(g_t1_0, t0, y, None, 1, -100, t3)
+    t5 = _aten__log_softmax_backward_data(t4, t0, 1, torch.float32)
+
+With label smoothing or class probabilities, ``cross_entropy`` stays one node and
+is differentiated step by step in eager's order, ``log_softmax`` recomputed from
+the saved input.
 
 The regression losses use eager's backward kernels (``mse_loss_backward``,
 ``smooth_l1_loss_backward``, ``binary_cross_entropy_backward``) on the
