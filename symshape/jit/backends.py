@@ -167,7 +167,7 @@ class Compiled:
                     fn = self.backend(gm, fakes)
             t2 = time.perf_counter()
             check = _guard_check(env, symbols, self.sources)
-            fn = _eager_layouts(fn, gm, symbols, self.sources)
+            fn = _eager_layouts(_conforming(fn, gm.symshape_layouts), gm, symbols, self.sources)
         except Exception as e:  # any back end's failure: the trace's Python still serves
             self.failed = True
             msg = (
@@ -293,12 +293,17 @@ def _graph(trace: Trace, run: Callable, args: tuple, sources: dict, oblivious: b
     def size(e):
         return e if type(e) is int else E.evaluate(e, values)
 
-    fakes = []
-    for v, a in zip(trace.inputs, args):
+    hints = {s: int(_value(src, args)) for s, src in sources.items()}
+    fakes, layouts = [], {}
+    for i, (v, a) in enumerate(zip(trace.inputs, args)):
         if isinstance(v.meta, TensorMeta):
             m = v.meta
             shape = [size(d) for d in m.shape]
             strides = [size(d) for d in m.strides] if m.strides is not None else _contiguous(shape)
+            order = _dense_order(a, m, hints)
+            if order is not None:  # laid out otherwise than the trace says: as it comes
+                strides = _dense_strides(shape, order)
+                layouts[i] = order
             with mode:
                 # symshape differentiates the trace itself: the back end compiles a
                 # function of plain tensors (autograd.Function runs it with grad off)
@@ -325,7 +330,63 @@ def _graph(trace: Trace, run: Callable, args: tuple, sources: dict, oblivious: b
             tracing_mode="real",
             decomposition_table=_decompositions(),
         )(*fakes)
+    gm.symshape_layouts = layouts  # read by Compiled: inputs conformed to these each call
     return gm, fakes, env, symbols
+
+
+def _dense_order(a, m: TensorMeta, hints: dict) -> tuple | None:
+    """The order of ``a``'s dimensions from the innermost, where ``a`` (a saved
+    tensor a back end's forward laid out, or an incoming gradient) is dense but
+    not laid out as its trace's meta says; None where it is as the meta says, or
+    not dense (the graph then takes it as the meta says)."""
+    shape = a.shape
+    if m.strides is None:
+        want = _contiguous(list(shape))
+    else:
+        want = [d if type(d) is int else E.evaluate(d, hints) for d in m.strides]
+    if _same_strides(a, want):
+        return None
+    order = tuple(sorted(range(a.dim()), key=lambda d: (a.stride(d), -d)))
+    return order if _same_strides(a, _concrete_dense(shape, order)) else None
+
+
+def _same_strides(a, strides) -> bool:
+    """``a``'s strides are ``strides``, but where a dimension has size 1 (as a back
+    end's input checks compare them)."""
+    return all(n == 1 or st == w for n, st, w in zip(a.shape, a.stride(), strides))
+
+
+def _dense_strides(shape: list, order: tuple) -> list:
+    strides, step = [0] * len(shape), 1
+    for d in order:
+        strides[d] = step
+        step = step * shape[d]
+    return strides
+
+
+def _concrete_dense(shape, order: tuple) -> list:
+    return _dense_strides(list(shape), order)
+
+
+def _conforming(fn: Callable, layouts: dict) -> Callable:
+    """``fn`` whose inputs at ``layouts`` are copied into the dense layout it was
+    compiled for, where a call's differs (a back end asserts its inputs' strides)."""
+    if not layouts:
+        return fn
+    items = list(layouts.items())
+
+    def run(*args):
+        fixed = None
+        for i, order in items:
+            a = args[i]
+            want = _concrete_dense(a.shape, order)
+            if not _same_strides(a, want):
+                fixed = fixed or list(args)
+                fixed[i] = torch.empty_strided(a.shape, want, dtype=a.dtype, device=a.device)
+                fixed[i].copy_(a)
+        return fn(*(fixed or args))
+
+    return run
 
 
 def _has_views(gm) -> bool:
