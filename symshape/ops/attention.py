@@ -110,12 +110,25 @@ def _sdpa(
         ctx, query, key, value, attn_mask, is_causal, scale, enable_gqa
     ):
         # eager's fused CPU kernel: it keeps a log-sum-exp per row for its backward
+        mask = _float_mask(ctx, attn_mask, q.dtype)
+        if q.ndim == 3:  # as eager: one batch of heads
+            return decompose(ctx, _flash_unbatched, query, key, value, mask, is_causal, scale)
         lse = out(ctx, q.shape[:-1], torch.promote_types(q.dtype, torch.float32), query)
-        mask = {"attn_mask": _float_mask(ctx, attn_mask, q.dtype)} if attn_mask is not None else {}
-        flash_kwargs = {**mask, **({"scale": scale} if scale is not None else {})}
-        args = (query, key, value, 0.0, bool(is_causal))
-        return ctx.emit(sdpa_flash_cpu, args, flash_kwargs, (o, lse))[0]
+        kw = {"attn_mask": mask} if mask is not None else {}
+        kw = {**kw, **({"scale": scale} if scale is not None else {})}
+        return ctx.emit(sdpa_flash_cpu, (query, key, value, 0.0, bool(is_causal)), kw, (o, lse))[0]
     return ctx.emit(target, args, kwargs, o)
+
+
+def _flash_unbatched(q, k, v, mask, is_causal, scale):
+    # the fused kernel on [1, H, L, E], as eager runs [H, L, E] inputs where it chose it
+    if mask is not None and mask.dim() == 3:
+        mask = mask.unsqueeze(0)
+    out = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+        q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), 0.0, bool(is_causal),
+        attn_mask=mask, scale=scale,
+    )[0]  # fmt: skip
+    return out.squeeze(0)
 
 
 def _float_mask(ctx, mask, dtype):
@@ -153,7 +166,7 @@ def _fused_cpu(ctx, query, key, value, mask, is_causal, scale, enable_gqa) -> bo
         _FLASH_CPU is not None
         and torch.is_grad_enabled()
         and any(m.requires_grad for m in ts)
-        and all(m.device.type == "cpu" and m.ndim == 4 for m in ts)
+        and all(m.device.type == "cpu" and m.ndim == ts[0].ndim in (3, 4) for m in ts)
         and all(ctx.has_hint(d) for m in ts for d in m.shape)
     ):
         return False
@@ -181,21 +194,26 @@ def _decide_relations(ctx, ts, mask) -> None:
     the batch and head counts of q, k and v (equal, else one key head or grouped:
     ``_gqa_heads`` guarded those), the head sizes, the last strides (1), and each of
     the mask's sizes against the scores' (else against 1)."""
-    q, k, v = ts
+    q, k, v = (_batched(t.shape) for t in ts)
     for t in (k, v):
-        _decide(ctx, L.eq(q.shape[0], t.shape[0]))
-        if not _decide(ctx, L.eq(q.shape[1], t.shape[1])):
-            _decide(ctx, L.eq(t.shape[1], 1))
-    _decide(ctx, L.eq(q.shape[-1], k.shape[-1]))
-    _decide(ctx, L.eq(q.shape[-1], v.shape[-1]))
+        _decide(ctx, L.eq(q[0], t[0]))
+        if not _decide(ctx, L.eq(q[1], t[1])):
+            _decide(ctx, L.eq(t[1], 1))
+    _decide(ctx, L.eq(q[-1], k[-1]))
+    _decide(ctx, L.eq(q[-1], v[-1]))
     for t in (*ts, mask):
         if t is not None and t.strides is not None and t.ndim:
             _decide(ctx, L.eq(t.strides[-1], 1))
     if mask is not None:
-        want = (q.shape[0], q.shape[1], q.shape[2], k.shape[2])[-mask.ndim :]
+        want = (q[0], q[1], q[2], k[2])[-mask.ndim :]
         for d, w in zip(mask.shape[-4:], want):
             if not _decide(ctx, L.eq(d, w)):
                 _decide(ctx, L.eq(d, 1))
+
+
+def _batched(shape) -> tuple:
+    """[H, L, E] as the fused kernel takes it, [1, H, L, E]."""
+    return (1, *shape) if len(shape) == 3 else tuple(shape)
 
 
 def _stand_in(ctx, m) -> torch.Tensor:
