@@ -24,7 +24,9 @@ one step, as bytes above what was live before it (weights excluded, the
 gradients a training step makes included).
 
 ``--quick``: only the 2- and 6-layer GPT-2 and fewer rounds; ``--only TEXT``: the cases
-whose name contains TEXT.
+whose name contains TEXT; ``--inductor``: two more systems, ``symshape.jit(backend=
+"inductor")`` and ``torch.compile(backend="inductor", dynamic=True)`` (minutes of
+compiling per case).
 """
 
 from __future__ import annotations
@@ -109,13 +111,20 @@ def cases(quick: bool):
     return out
 
 
-def systems(model: nn.Module, train: bool) -> dict:
+def systems(model: nn.Module, train: bool, inductor: bool = False) -> dict:
     out = {"eager": model, "symshape": symshape.jit(copy.deepcopy(model), dynamic=True)}
     backend = "aot_eager" if train else "eager"
     torch._dynamo.reset()
     out[f"torch.compile({backend})"] = torch.compile(
         copy.deepcopy(model), backend=backend, dynamic=True
     )
+    if inductor:
+        out["symshape(inductor)"] = symshape.jit(
+            copy.deepcopy(model), dynamic=True, backend="inductor"
+        )
+        out["torch.compile(inductor)"] = torch.compile(
+            copy.deepcopy(model), backend="inductor", dynamic=True
+        )
     return out
 
 
@@ -137,10 +146,10 @@ def step_fn(fn, x, loss, train: bool):
     return infer
 
 
-def measure(name, make, x, loss, train: bool, rounds: int) -> list[dict]:
+def measure(name, make, x, loss, train: bool, rounds: int, inductor=False) -> list[dict]:
     model = make().train(train)
     steps = {}
-    for label, fn in systems(model, train).items():
+    for label, fn in systems(model, train, inductor).items():
         step = step_fn(fn, x, loss, train)
         try:
             step()  # trace / compile, not timed
@@ -169,6 +178,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=None)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--only", default="", help="run the cases whose name contains this")
+    ap.add_argument(
+        "--inductor", action="store_true", help="add symshape and torch.compile through Inductor"
+    )
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     rounds = a.rounds or (5 if a.quick else 7)
@@ -178,7 +190,7 @@ def main() -> None:
             continue
         for train in (False, True):
             print(f"# {name} {'training' if train else 'inference'}", file=sys.stderr, flush=True)
-            rows += measure(name, make, x, loss, train, rounds)
+            rows += measure(name, make, x, loss, train, rounds, a.inductor)
     print(
         f"\ntorch {torch.__version__}, {a.threads} threads, median of {rounds} interleaved steps\n"
     )
