@@ -82,134 +82,158 @@ def build_backward(fctx: TraceContext, fwd: Trace, outputs: list, inputs: list) 
     grad) given gradients of the differentiable ``outputs``."""
     bctx = TraceContext(env=fctx.env)
     try:
-        return _backward(fctx, bctx, fwd, outputs, inputs)
+        rec = _Recorder(fctx, bctx, fwd, outputs)
+        with bctx, TracingMode(bctx, lookup):
+            for n in reversed(fwd.nodes):
+                rec.differentiate(n)
+            bctx.where_override = None
+            out = tuple(bctx.arg(rec.grads[id(v)]) if id(v) in rec.grads else None for v in inputs)
+            bctx.flush_asserts()
+        return rec.finish(out, outputs)
     finally:
         bctx.close()
 
 
-def _backward(fctx: TraceContext, bctx: TraceContext, fwd: Trace, outputs, inputs) -> Backward:
-    bctx._names = set(fctx._names) | {v.name for v in fwd.inputs}
-    bctx.symbol_inputs = []
-    bctx.constants = dict(fwd.constants)
-    saved: dict[int, tuple] = {}
-    floats: dict[int, tuple] = {}  # forward float Var -> (it, backward input Var, SymFloat)
+class _Recorder:
+    """The backward being recorded: the forward values it reads (saved tensors,
+    sizes, floats), and each forward value's gradient so far."""
 
-    def proxy_of(v: Var):
-        hit = saved.get(id(v))
+    def __init__(self, fctx: TraceContext, bctx: TraceContext, fwd: Trace, outputs: list):
+        bctx._names = set(fctx._names) | {v.name for v in fwd.inputs}
+        bctx.symbol_inputs = []
+        bctx.constants = dict(fwd.constants)
+        self.fctx, self.bctx = fctx, bctx
+        self.saved: dict[int, tuple] = {}  # forward Var -> (it, its backward proxy)
+        self.floats: dict[int, tuple] = {}  # forward float Var -> (it, backward Var, SymFloat)
+        self.grads: dict[int, object] = {}
+        self.grad_vars = []
+        for o in outputs:  # each output's incoming gradient: an input of the backward
+            meta = o.meta.like(requires_grad=False)
+            gv = Var(bctx.fresh(f"g_{o.name}_"), meta)
+            self.grad_vars.append(gv)
+            self.grads[id(o)] = bctx.proxy(gv, meta)
+        self.seeds = {id(self.grads[id(o)]) for o in outputs}
+
+    def proxy_of(self, v: Var):
+        hit = self.saved.get(id(v))
         if hit is None:
             meta = v.meta.like(requires_grad=False)
-            p = bctx.proxy(Var(v.name, meta), meta)
+            p = self.bctx.proxy(Var(v.name, meta), meta)
             p._ss_needs_grad = v.meta.requires_grad  # read by ops.grad.needs()
-            hit = saved[id(v)] = (v, p)
+            hit = self.saved[id(v)] = (v, p)
         return hit[1]
 
-    def to_b(x):
+    def to_b(self, x):
+        """A forward argument as the backward reads it."""
         t = type(x)
         if t is Var:
             if isinstance(x.meta, TensorMeta):
-                return proxy_of(x)
+                return self.proxy_of(x)
             if x.meta is not None and not isinstance(x.meta, str):  # an int/bool expression
                 from symshape.sym.logic import BoolExpr
 
-                return bctx.symbool(x.meta) if isinstance(x.meta, BoolExpr) else bctx.symint(x.meta)
+                b = self.bctx
+                return b.symbool(x.meta) if isinstance(x.meta, BoolExpr) else b.symint(x.meta)
             if x.meta == "float":  # a Python float of the forward (n / 2, .item()): saved
-                hit = floats.get(id(x))
-                if hit is None:
-                    bv = Var(x.name, "float")
-                    # a float argument keeps its label: deciding on it retraces it static
-                    label = fctx.float_labels.get(id(x))
-                    o = Opaque(bv, label or x.name, is_input=label is not None)
-                    hit = floats[id(x)] = (x, bv, bctx.symfloat(o))
-                return hit[2]
+                return self._float(x)
             raise TracingError(
                 f"the backward needs the run-time value {x.name}, which is not saved"
             )
         if t is tuple or t is list:
-            return t(to_b(y) for y in x)
+            return t(self.to_b(y) for y in x)
         if t is slice:
-            return slice(to_b(x.start), to_b(x.stop), to_b(x.step))
+            return slice(self.to_b(x.start), self.to_b(x.stop), self.to_b(x.step))
         return x
 
-    grads: dict[int, object] = {}
-    grad_vars = []
-    for o in outputs:
-        meta = o.meta.like(requires_grad=False)
-        gv = Var(bctx.fresh(f"g_{o.name}_"), meta)
-        grad_vars.append(gv)
-        grads[id(o)] = bctx.proxy(gv, meta)
-    seeds = {id(grads[id(o)]) for o in outputs}
+    def _float(self, x: Var):
+        hit = self.floats.get(id(x))
+        if hit is None:
+            bv = Var(x.name, "float")
+            # a float argument keeps its label: deciding on it retraces it static
+            label = self.fctx.float_labels.get(id(x))
+            o = Opaque(bv, label or x.name, is_input=label is not None)
+            hit = self.floats[id(x)] = (x, bv, self.bctx.symfloat(o))
+        return hit[2]
 
-    def accumulate(fv, g):
+    def accumulate(self, fv, g) -> None:
         if type(fv) in (tuple, list):
             for a, b in zip(fv, g or ()):
-                accumulate(a, b)
+                self.accumulate(a, b)
             return
         if g is None or not _requires_grad(fv):
             return
-        g = unbroadcast(bctx, g, proxy_of(fv))
-        prev = grads.get(id(fv))
-        if prev is not None and id(prev) in seeds:  # an output's own, maybe absent
-            g = ops_grad.add_output_grad.rule(bctx, ops_grad.add_output_grad, g, prev)
-        grads[id(fv)] = g if prev is None or id(prev) in seeds else prev + g
+        g = unbroadcast(self.bctx, g, self.proxy_of(fv))
+        prev = self.grads.get(id(fv))
+        if prev is not None and id(prev) in self.seeds:  # an output's own, maybe absent
+            op = ops_grad.add_output_grad
+            self.grads[id(fv)] = op.rule(self.bctx, op, g, prev)
+        else:
+            self.grads[id(fv)] = g if prev is None else prev + g
 
-    with bctx, TracingMode(bctx, lookup):
-        for n in reversed(fwd.nodes):
-            gouts = [grads.get(id(v)) for v in n.outputs]
-            if all(g is None for g in gouts) or n.op in (SYM, ASSERT, CONST):
-                continue
-            rule = getattr(n.op, "vjp", None)
-            if rule is not None and _complex(n) and not _complex_exact(n.op, rule):
-                where = f" (at {n.where.describe()})" if n.where is not None else ""
-                raise TracingError(
-                    f"the gradient of `{n.op.name}` on complex tensors{where} is not supported: "
-                    "its gradient rule is written for real tensors (a complex gradient needs "
-                    "the conjugate). Fix: compute this part on real and imaginary parts "
-                    "(torch.view_as_real), or run it outside the jit-compiled function."
-                )
-            if rule is None:
-                if not getattr(n.op, "differentiable", True):
-                    continue
-                where = f" (at {n.where.describe()})" if n.where is not None else ""
-                raise NoGradientRuleError(
-                    f"symshape has no gradient rule for `{n.op.name}`{where}; its output needs a "
-                    "gradient here. Fix: compute this part under torch.no_grad(), detach its "
-                    "inputs, or run this function without symshape.jit."
-                )
-            args = [to_b(a) for a in n.args]
-            kwargs = {k: to_b(v) for k, v in n.kwargs}
-            outs = [proxy_of(v) if isinstance(v.meta, TensorMeta) else to_b(v) for v in n.outputs]
-            bctx.where_override = n.where
-            result = rule(bctx, gouts, outs, *args, **kwargs)
-            for key, g in (result or {}).items():
-                if g is None:
-                    continue
-                fv = n.args[key] if isinstance(key, int) else dict(n.kwargs)[key]
-                accumulate(fv, g)
-        bctx.where_override = None
-        out = tuple(bctx.arg(grads[id(v)]) if id(v) in grads else None for v in inputs)
-        bctx.flush_asserts()
+    def differentiate(self, n) -> None:
+        """Run node ``n``'s gradient rule on the gradients of its outputs."""
+        gouts = [self.grads.get(id(v)) for v in n.outputs]
+        if all(g is None for g in gouts) or n.op in (SYM, ASSERT, CONST):
+            return
+        rule = _rule(n)
+        if rule is None:
+            return
+        args = [self.to_b(a) for a in n.args]
+        kwargs = {k: self.to_b(v) for k, v in n.kwargs}
+        outs = [
+            self.proxy_of(v) if isinstance(v.meta, TensorMeta) else self.to_b(v) for v in n.outputs
+        ]
+        self.bctx.where_override = n.where
+        for key, g in (rule(self.bctx, gouts, outs, *args, **kwargs) or {}).items():
+            if g is not None:
+                self.accumulate(n.args[key] if isinstance(key, int) else dict(n.kwargs)[key], g)
 
-    saved_inputs = [p._ss_var for _, p in saved.values()]
-    trace = Trace("backward", [], list(bctx.nodes), out, bctx.asserts, bctx.constants)
-    trace = dce(cse(trace))
-    used = {id(v) for n in trace.nodes for v in n.inputs()} | {
-        id(v) for v in iter_vars(trace.output)
-    }
-    keep_saved = [
-        (fv, p)
-        for fv, p in saved.values()
-        if id(p._ss_var) in used and p._ss_var.name not in bctx.constants
-    ]
-    syms = [v for v in bctx.symbol_inputs if id(v) in used]
-    kept_floats = [(fv, bv) for fv, bv, _ in floats.values() if id(bv) in used]
-    trace.inputs = (
-        [p._ss_var for _, p in keep_saved] + syms + [bv for _, bv in kept_floats] + grad_vars
-    )
-    trace.lint()
-    del saved_inputs
-    saved_fv = [fv for fv, _ in keep_saved]
-    optional = _optional_grads(trace, grad_vars)
-    return Backward(trace, saved_fv, syms, list(outputs), [fv for fv, _ in kept_floats], optional)
+    def finish(self, out: tuple, outputs: list) -> Backward:
+        """The recorded trace, simplified, taking only the forward values it reads."""
+        bctx = self.bctx
+        trace = Trace("backward", [], list(bctx.nodes), out, bctx.asserts, bctx.constants)
+        trace = dce(cse(trace))
+        used = {id(v) for n in trace.nodes for v in n.inputs()}
+        used |= {id(v) for v in iter_vars(trace.output)}
+        keep_saved = [
+            (fv, p)
+            for fv, p in self.saved.values()
+            if id(p._ss_var) in used and p._ss_var.name not in bctx.constants
+        ]
+        syms = [v for v in bctx.symbol_inputs if id(v) in used]
+        kept_floats = [(fv, bv) for fv, bv, _ in self.floats.values() if id(bv) in used]
+        trace.inputs = [p._ss_var for _, p in keep_saved] + syms
+        trace.inputs += [bv for _, bv in kept_floats] + self.grad_vars
+        trace.lint()
+        return Backward(
+            trace,
+            [fv for fv, _ in keep_saved],
+            syms,
+            list(outputs),
+            [fv for fv, _ in kept_floats],
+            _optional_grads(trace, self.grad_vars),
+        )
+
+
+def _rule(n):
+    """Node ``n``'s gradient rule; None for an op whose outputs carry none. Raises
+    where a gradient is needed and there is no rule, or no complex one."""
+    rule = getattr(n.op, "vjp", None)
+    where = f" (at {n.where.describe()})" if n.where is not None else ""
+    if rule is not None and _complex(n) and not _complex_exact(n.op, rule):
+        raise TracingError(
+            f"the gradient of `{n.op.name}` on complex tensors{where} is not supported: "
+            "its gradient rule is written for real tensors (a complex gradient needs "
+            "the conjugate). Fix: compute this part on real and imaginary parts "
+            "(torch.view_as_real), or run it outside the jit-compiled function."
+        )
+    if rule is None and getattr(n.op, "differentiable", True):
+        raise NoGradientRuleError(
+            f"symshape has no gradient rule for `{n.op.name}`{where}; its output needs a "
+            "gradient here. Fix: compute this part under torch.no_grad(), detach its "
+            "inputs, or run this function without symshape.jit."
+        )
+    return rule
 
 
 def _optional_grads(trace: Trace, grad_vars: list) -> list:
