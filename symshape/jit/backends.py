@@ -347,7 +347,7 @@ def _dense_order(a, m: TensorMeta, hints: dict) -> tuple | None:
     if _same_strides(a, want):
         return None
     order = tuple(sorted(range(a.dim()), key=lambda d: (a.stride(d), -d)))
-    return order if _same_strides(a, _concrete_dense(shape, order)) else None
+    return order if _same_strides(a, _dense_strides(list(shape), order)) else None
 
 
 def _same_strides(a, strides) -> bool:
@@ -364,10 +364,6 @@ def _dense_strides(shape: list, order: tuple) -> list:
     return strides
 
 
-def _concrete_dense(shape, order: tuple) -> list:
-    return _dense_strides(list(shape), order)
-
-
 def _conforming(fn: Callable, layouts: dict) -> Callable:
     """``fn`` whose inputs at ``layouts`` are copied into the dense layout it was
     compiled for, where a call's differs (a back end asserts its inputs' strides)."""
@@ -379,7 +375,7 @@ def _conforming(fn: Callable, layouts: dict) -> Callable:
         fixed = None
         for i, order in items:
             a = args[i]
-            want = _concrete_dense(a.shape, order)
+            want = _dense_strides(list(a.shape), order)
             if not _same_strides(a, want):
                 fixed = fixed or list(args)
                 fixed[i] = torch.empty_strided(a.shape, want, dtype=a.dtype, device=a.device)

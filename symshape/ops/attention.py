@@ -173,11 +173,12 @@ def _fused_cpu(ctx, query, key, value, mask, is_causal, scale, enable_gqa) -> bo
     m = ctx.meta(mask) if mask is not None else None
     if m is not None and not (m.device.type == "cpu" and all(ctx.has_hint(d) for d in m.shape)):
         return False
-    flags = {
-        name: ctx.read_flag(getattr(torch.backends.cuda, name), f"torch.backends.cuda.{name}()")
+    # prologue checks: eager's choice reads both (no math either: eager's error)
+    enabled = [
+        ctx.read_flag(getattr(torch.backends.cuda, name), f"torch.backends.cuda.{name}()")
         for name in ("flash_sdp_enabled", "math_sdp_enabled")
-    }
-    if not flags["flash_sdp_enabled"]:
+    ]
+    if not enabled[0]:
         return False
     _decide_relations(ctx, ts, m)
     stand_ins = [_stand_in(ctx, x) for x in (*ts, m) if x is not None]
