@@ -34,6 +34,7 @@ from symshape.jit import backends, cudagraphs, splits, wrapping
 from symshape.jit.cache_limit import cache_limit_message, user_stacklevel
 from symshape.jit.draws import DrawsEagerly, decision_message, keeping_random, not_drawing
 from symshape.jit.explain import Explanation, explain
+from symshape.jit.globals_guard import modules_read
 from symshape.jit.outputs import unflatten
 from symshape.jit.policy import Dim, Policy, normalize_dims
 from symshape.jit.prologue import InputSpecErrorAtTrace, UntraceableInput
@@ -377,7 +378,7 @@ class JitFunction:
                 log.info("symshape: recompiling %s: %s", self.__name__, reason)
             if self._draws_eagerly is not None:
                 return self._untraceable(self._draws_eagerly, args, kwargs)
-            lazy = _uninitialized(m, args, kwargs)
+            lazy = _uninitialized(m, args, kwargs, self._fn)
             if lazy is not None:  # its first call makes its parameters: eagerly, as it must
                 self.stats.eager_calls += 1
                 log.info("symshape: %s: %s is a lazy module not yet initialized; this call "
@@ -791,13 +792,15 @@ class JitModule(nn.Module):
         object.__setattr__(self, "_fwd", None)
 
 
-def _uninitialized(m, args, kwargs) -> str | None:
-    """The name of a lazy module (``nn.LazyLinear``) among the call's modules whose
-    parameters are not made yet, or None."""
+def _uninitialized(m, args, kwargs, fn=None) -> str | None:
+    """The name of a lazy module (``nn.LazyLinear``) among the call's modules (the
+    module, module arguments, modules ``fn`` reads as globals or closure variables)
+    whose parameters are not made yet, or None."""
     from torch.nn.modules.lazy import LazyModuleMixin
 
     roots = [m] if m is not None else []
     roots += [a for a in (*args, *kwargs.values()) if isinstance(a, nn.Module)]
+    roots += modules_read(fn) if m is None and fn is not None else []
     for root in roots:
         for name, mod in root.named_modules():
             if isinstance(mod, LazyModuleMixin) and mod.has_uninitialized_params():

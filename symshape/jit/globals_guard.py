@@ -36,14 +36,15 @@ class GlobalsGuard:
 
     __slots__ = ("all_cells", "cells", "classes", "label", "loaded", "objects", "scopes", "stored")
 
-    def __init__(self, *fns: types.FunctionType):
+    def __init__(self, *fns: types.FunctionType, classes=()):
         """``fns``: the traced function (first, when it is one) and the module
-        hooks the call runs."""
+        hooks the call runs; ``classes``: the user's classes of its arguments
+        (their methods run on ``a + b``, ``a.step()``)."""
         self.label = getattr(fns[0], "__qualname__", "fn") if fns else "fn"
         # one scope per globals dict: [dict, {name: snapshot}, version]
         self.scopes: list[list] = []
         self.stored: list = []  # (globals dict, names the code assigns or deletes)
-        reached = _reached(fns)
+        reached = _reached(list(fns) + [m for c in classes for m in _methods(c)])
         for g, names, stored in _scopes(reached):
             self.scopes.append([g, {n: snapshot(g[n]) for n in sorted(names)}, dict_version(g)])
             if stored:
@@ -61,7 +62,9 @@ class GlobalsGuard:
         values = [g[n] for g, names, _ in self.scopes for n in names]
         values += [v for _, _, v, _ in self.cells]
         self.objects = [
-            ObjectGuard(v, "") for v in values if is_plain_object(v) or type(v) in (list, dict, set)
+            ObjectGuard(v, "")
+            for v in values
+            if is_plain_object(v) or isinstance(v, (list, dict)) or type(v) is set
         ]
         # the user's classes read (`A.a`, `super().a` through `__class__`): their dicts
         guards = {}
@@ -160,7 +163,7 @@ class GlobalWrites:
         self.containers = [
             (g.value, shallow(g.value))
             for g in gg.objects
-            if type(g.value) in (list, dict) or is_plain_object(g.value)
+            if isinstance(g.value, (list, dict)) or is_plain_object(g.value)
         ]
 
     def take(self, const) -> list:
@@ -234,17 +237,65 @@ def _reached(fns, depth: int = 4) -> list:
         out.append(f)
         if d >= depth:
             continue
-        g = f.__globals__
-        found = [g[n] for n in _code_names(f.__code__) if n in g]
-        for c in f.__closure__ or ():
-            try:
-                found.append(c.cell_contents)
-            except ValueError:  # an empty cell
-                continue
+        found = _loaded_values(f)
+        attrs = _code_names(f.__code__, _ATTR_LOADS)
+        for m in [v for v in found if _user_module(v)]:  # `helpers.scale(x)`
+            found += [m.__dict__[n] for n in attrs if n in m.__dict__]
+        for v in list(found):  # a user class's methods, an instance's class's
+            found += _methods(v if isinstance(v, type) else type(v))
         for v in found:
             if isinstance(v, types.FunctionType) and users_function(v):
                 todo.append((v, d + 1))
     return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _methods(cls: type) -> tuple:
+    """The functions of a class defined in the user's files, and of its bases
+    there: methods, static and class methods, properties' getters and setters."""
+    if not _user_class(cls):
+        return ()
+    out = []
+    for c in cls.__mro__:
+        if not _user_class(c):
+            continue
+        for v in list(vars(c).values()):
+            if isinstance(v, (staticmethod, classmethod)):
+                v = v.__func__
+            if isinstance(v, property):
+                out += [f for f in (v.fget, v.fset) if isinstance(f, types.FunctionType)]
+            elif isinstance(v, types.FunctionType):
+                out.append(v)
+    return tuple(out)
+
+
+def modules_read(fn) -> list:
+    """The nn.Modules ``fn`` and the user's functions it reaches read through
+    global names and closure cells."""
+    f = getattr(fn, "__func__", fn)
+    if not isinstance(f, types.FunctionType):
+        return []
+    found = {id(v): v for g in _reached([f]) for v in _loaded_values(g)}
+    return [v for v in found.values() if isinstance(v, nn.Module)]
+
+
+def _loaded_values(f: types.FunctionType) -> list:
+    """The values of the global names ``f`` loads and of its closure cells."""
+    g = f.__globals__
+    found = [g[n] for n in _code_names(f.__code__) if n in g]
+    for c in f.__closure__ or ():
+        try:
+            found.append(c.cell_contents)
+        except ValueError:  # an empty cell
+            continue
+    return found
+
+
+def _user_module(v) -> bool:
+    """A Python module of the user's own files (``import config``): its
+    attributes are globals of another file."""
+    name = getattr(v, "__file__", None) or ""
+    return isinstance(v, types.ModuleType) and is_user_file(name) and "-packages" not in name
 
 
 def _unique_cells(fns) -> list:
@@ -277,6 +328,14 @@ def _scopes(fns) -> list:
         scope = out.setdefault(id(g), (g, set(), set()))
         scope[1].update(names)
         scope[2].update(_code_names(f.__code__, _STORES))
+        # a user module's attributes it reads or sets (`cfg.SCALE`, `cfg.LAST = y`):
+        # that module's globals, guarded and replayed as the function's own are
+        attrs = _code_names(f.__code__, _ATTR_LOADS)
+        for m in {id(v): v for v in _loaded_values(f) if _user_module(v)}.values():
+            g = m.__dict__
+            scope = out.setdefault(id(g), (g, set(), set()))
+            scope[1].update(n for n in attrs if n in g)
+            scope[2].update(_code_names(f.__code__, _ATTR_STORES))
     return list(out.values())
 
 
@@ -301,6 +360,8 @@ _LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
 # a name read (a global or a closure variable), which a write after it does not unguard
 _DEREF_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF"})
 _STORES = frozenset({"STORE_GLOBAL", "DELETE_GLOBAL"})
+_ATTR_LOADS = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
+_ATTR_STORES = frozenset({"STORE_ATTR", "DELETE_ATTR"})
 
 
 def _code_names(code, ops: frozenset = _LOADS) -> frozenset:

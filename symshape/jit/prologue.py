@@ -53,7 +53,7 @@ from symshape.sym.expr import Symbol
 from symshape.sym.source import user_location
 from symshape.trace.errors import TracingError
 from symshape.trace.modules import watched_class
-from symshape.trace.proxy import contiguous_strides
+from symshape.trace.proxy import TensorProxy, contiguous_strides
 
 
 @dataclass
@@ -858,7 +858,7 @@ __all__ = ["DYNAMIC", "Builder", "Check", "Prologue"]
 
 def _refuse_untraceable(t: torch.Tensor, label: str) -> None:
     """A tensor input no trace can stand for is refused, naming the input and the fix."""
-    if type(t).__name__ == "TensorProxy":
+    if isinstance(t, TensorProxy):
         where = user_location()
         raise TracingError(
             f"{label}: a traced tensor (a placeholder with no values) was passed to a jit "

@@ -274,7 +274,8 @@ def diff(s, v, label: str) -> str | None:
         return None
     if type(s) is Map:
         if list(v) != list(s.items):
-            return f"the keys of {label} changed from {list(s.items)} to {list(v)}"
+            was, now = ", ".join(map(_short, s.items)), ", ".join(map(_short, v))
+            return f"the keys of {label} changed from [{was}] to [{now}]"
         for k, a in s.items.items():
             r = diff(a, v[k], f"{label}[{k!r}]")
             if r is not None:

@@ -246,7 +246,7 @@ def _trace_once(
         b.module(module, "m", "")
     grad = torch.is_grad_enabled()
     _guard_torch_state(b, grad)
-    gg, global_writes = _guard_python_state(b, fn, module)
+    gg, global_writes = _guard_python_state(b, fn, module, (*args, *kwargs.values()))
 
     reads: list = []
     class_reads: list = []  # (module, class, attribute): found on a class of the module
@@ -312,7 +312,8 @@ def _trace_once(
         ctx.split, ctx.env.on_data = None, None  # the rest (outputs, backward) reads nothing
         if pending is None:
             stores = _stores(b, swapped.writes(), writes, slot_writes()) + stored
-            output, out_spec, replay = _output(ctx, result, b, stores)
+            held = global_writes.containers if global_writes is not None else ()
+            output, out_spec, replay = _output(ctx, result, b, stores, held)
         else:  # only the prefix runs from this trace: its Python writes are undone
             output, out_spec, replay = None, None, None
             segments.undo_writes(writes, read_states)
@@ -496,16 +497,20 @@ def _guard_torch_state(b: Builder, grad: bool) -> None:
     )
 
 
-def _guard_python_state(b: Builder, fn, module):
+def _guard_python_state(b: Builder, fn, module, inputs: tuple):
     """The globals, closures and hooks' state the call reads (guarded) and
-    writes (replayed): ``(GlobalsGuard or None, GlobalWrites or None)``."""
+    writes (replayed): ``(GlobalsGuard or None, GlobalWrites or None)``. The
+    user's functions passed in (``fn(counter)``, guarded by identity) count too:
+    their closure variables and globals are read and written the same way."""
     f = fn.__func__ if isinstance(fn, types.MethodType) else fn  # a method: its function's
     fns = [f] if module is None and isinstance(f, types.FunctionType) else []
+    fns += [a for a in inputs if isinstance(a, types.FunctionType) and users_function(a)]
     forward = getattr(type(module), "forward", None) if module is not None else None
     if isinstance(forward, types.FunctionType) and users_function(forward):
         fns.append(forward)  # the user's own module (an installed package's is not)
     fns += hook_functions([module] if module is not None else b.roots)
-    gg = GlobalsGuard(*fns) if fns else None
+    classes = {type(c) for c, _ in b.tracked.values()}  # `a + b` runs Variable.__add__
+    gg = GlobalsGuard(*fns, classes=classes) if fns else None
     if gg:  # snapshot before the call; settled after it
         for label, mod in gg.modules():
             # a module the function closes over (or reads as a global) is walked like an
@@ -795,11 +800,15 @@ class _Refs:
         return self.paths.index(path)
 
 
-def _output(ctx: TraceContext, result, b: Builder | None = None, stores: list = ()):
+def _output(ctx: TraceContext, result, b: Builder | None = None, stores=(), held=()):
     """The traced function's result as an IR output, plus a spec (see
     outputs.py) when the structure is not plain tuples/lists/dicts, plus a
-    Replay when the call wrote into the caller's objects or returns one of them."""
+    Replay when the call wrote into the caller's objects or returns one of them.
+    ``held``: ``(container, state)`` of the globals' and closures' lists, dicts
+    and objects; one the function returns comes back as itself, as in eager."""
     tracked = {id(o): p for o, p in b.tracked.values()} if b is not None else {}
+    for c, _ in held:
+        tracked.setdefault(id(c), b.const(c, "_w"))
     refs = _Refs(tracked, [])
     targets = [refs.index(path) for path, _, _, _ in stores]
     lr, sr = outputs.flatten(result, refs=refs if tracked else None)

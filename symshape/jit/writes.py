@@ -19,6 +19,7 @@ A returned object the caller passed in comes back as the caller's own object
 
 from __future__ import annotations
 
+import collections
 from dataclasses import dataclass
 
 from symshape.jit.outputs import unflatten
@@ -31,10 +32,10 @@ def shallow(c) -> tuple:
     """One level of ``c``'s state: ``("list", items)``, ``("dict", items)`` or
     ``("obj", __dict__ items, slot values)``."""
     t = type(c)
-    if t is list:
+    if t is list or (isinstance(c, list) and not _instance_dict(c)):
         return ("list", list(c))
-    if t is dict:
-        return ("dict", list(c.items()))
+    if t is dict or (isinstance(c, dict) and not _instance_dict(c)):
+        return ("dict", list(c.items()))  # a defaultdict, an OrderedDict, a Counter too
     d = _instance_dict(c)
     slots = [(n, getattr(c, n, _MISSING)) for n in _slots(t)]
     return ("obj", dict(d) if d is not None else None, slots)
@@ -43,10 +44,12 @@ def shallow(c) -> tuple:
 def restore(c, state: tuple) -> None:
     kind = state[0]
     if kind == "list":
-        c[:] = state[1]
+        list.__setitem__(c, slice(None), state[1])  # a subclass's own methods do not run
     elif kind == "dict":
-        c.clear()
-        c.update(state[1])
+        base = collections.OrderedDict if isinstance(c, collections.OrderedDict) else dict
+        base.clear(c)
+        for k, v in state[1]:
+            base.__setitem__(c, k, v)
     else:
         d = _instance_dict(c)
         if d is not None and (

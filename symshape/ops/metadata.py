@@ -7,6 +7,7 @@ checked by the prologue for every input, so reading it needs no guard.
 
 from __future__ import annotations
 
+import copy
 import operator
 
 import torch
@@ -135,7 +136,32 @@ def _data_read(what: str, method=None):
     return rule
 
 
+def _deepcopy(ctx, t, memo=None):
+    """``copy.deepcopy(t)`` (of a module's parameters too): a detached copy that
+    requires grad where ``t`` does, a Parameter where ``t`` is one, with copies
+    of the attributes the code set on it, as ``Tensor.__deepcopy__`` makes."""
+    from symshape.ops.inplace import _traced
+
+    memo = {} if memo is None else memo
+    if id(t) in memo:
+        return memo[id(t)]
+    if not hasattr(t, "_ss_var"):  # a real tensor (a global's)
+        with torch._C.DisableTorchFunction():
+            return type(t).__deepcopy__(t, memo)
+    new = _traced(ctx, lambda a: a.detach().clone(memory_format=torch.preserve_format), t)
+    if ctx.meta(t).requires_grad:
+        new = _traced(ctx, torch.Tensor.requires_grad_, new)
+    memo[id(t)] = new
+    for k, v in t.__dict__.items():
+        if k.startswith(("_ss_pytype", "_is_param")) or not k.startswith("_ss_"):
+            setattr(new, k, copy.deepcopy(v, memo))
+    return new
+
+
 def _repr(ctx, t, *args, **kwargs):
+    if not hasattr(t, "_ss_var"):  # a real tensor the code prints (a global, a parameter)
+        with torch._C.DisableTorchFunction():
+            return torch.Tensor.__repr__(t, *args, **kwargs)
     return f"TensorProxy({t._ss_var.name}: {ctx.meta(t)})"
 
 
@@ -179,6 +205,7 @@ _getter(
     tensor_method("__len__"),
 )
 _getter("hash", lambda ctx, t: id(t), tensor_method("__hash__"))
+_getter("deepcopy", _deepcopy, tensor_method("__deepcopy__"))
 _getter("repr", _repr, tensor_method("__repr__"), tensor_method("__str__"))
 _getter("format", lambda ctx, t, spec="": _repr(ctx, t), tensor_method("__format__"))
 _getter("dim_order", lambda ctx, t, **k: tuple(range(ctx.meta(t).ndim)), tensor_method("dim_order"))

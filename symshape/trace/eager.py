@@ -25,6 +25,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from symshape.ir import TensorMeta
+from symshape.trace.proxy import TensorProxy
 from symshape.trace.reads import EagerResult, SizeOf, TensorValue
 
 _SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
@@ -32,7 +33,7 @@ NOT_SPLIT = object()  # what eager_call returns where the trace does not split
 
 
 def _traced(x) -> bool:
-    return type(x).__name__ == "TensorProxy" or isinstance(x, _SYMBOLIC)
+    return isinstance(x, (TensorProxy, *_SYMBOLIC))
 
 
 def eager_call(ctx, func, name: str, args: tuple, kwargs: dict, why: str):

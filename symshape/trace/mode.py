@@ -30,6 +30,7 @@ from symshape.trace.eager import NOT_SPLIT, eager_call
 from symshape.trace.errors import TracingError, UnsupportedOpError
 from symshape.trace.inline import body
 from symshape.trace.patching import Patches
+from symshape.trace.proxy import TensorProxy
 
 
 def op_name(func) -> str:
@@ -294,8 +295,7 @@ def _custom_function(apply, patches: Patches) -> Callable:
             needs = [
                 a
                 for a in (*args, *kwargs.values())
-                if isinstance(a, torch.Tensor) and type(a).__name__ == "TensorProxy"
-                and ctx.meta(a).requires_grad
+                if isinstance(a, TensorProxy) and ctx.meta(a).requires_grad
             ]  # fmt: skip
             if needs:
                 where = user_location()
