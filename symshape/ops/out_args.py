@@ -1,8 +1,8 @@
 """``out=`` arguments: ``torch.add(x, 1, out=o)``.
 
-An elementwise op whose eager function has an ``out=`` variant computes its
-result by its own rule, then writes it into ``out`` as eager does, and
-returns ``out`` itself::
+An op given ``out=`` (one tensor, or a tuple for ``sort``, ``max(dim)``...)
+computes its result by its own rule, then writes it into ``out`` as eager
+does, and returns ``out`` itself::
 
     torch.add(x, 1, out=o)      ->      t0 = _add(x, 1)
                                         _copy_(o, t0)           # o holds the result
@@ -13,8 +13,7 @@ Long``), and no argument may require grad under grad mode. An ``out`` of
 another shape is resized by eager (with a warning unless it was empty); a
 tensor the trace made for nothing else is resized the same way (the proxy
 stands for the result from then on), any other (an input, a view) is refused
-with the fix. Every other op given a tensor ``out=`` is refused where it is
-called, with its name, the line and the fix; ``out=None`` is eager's default.
+with the fix. ``out=None`` is eager's default.
 
 ``install()`` runs once every family is loaded: it gives each op's rule this
 handling in front.
@@ -30,7 +29,7 @@ import torch
 from symshape.ops._helpers import is_tensor, numel
 from symshape.ops.inplace import _traced
 from symshape.ops.nn import _SCALAR_TYPE, show
-from symshape.ops.registry import BY_NAME, OpDef
+from symshape.ops.registry import BY_NAME
 from symshape.sym import logic as L
 from symshape.sym.source import user_location
 from symshape.trace.errors import TracingError, unsupported_form
@@ -58,38 +57,39 @@ def _with_out(rule):
     return with_out
 
 
-def has_out_variant(op: OpDef) -> bool:
-    """Is ``op`` elementwise, with an eager ``out=`` overload?"""
-    hit = op.extra.get("out_variant")
-    if hit is None:
-        name = getattr(op.fn, "__name__", op.name)
-        packet = getattr(torch.ops.aten, name, None) if "elementwise" in op.tags else None
-        hit = isinstance(packet, torch._ops.OpOverloadPacket) and any(
-            a.is_out for ov in packet.overloads() for a in getattr(packet, ov)._schema.arguments
-        )
-        hit = op.extra["out_variant"] = hit and not op.effect
-    return hit
-
-
 def _into(ctx, op, rule, out, args, kwargs):
     from symshape.trace.mode import op_name
 
     call = f"{op_name(op.fn) if op.fn is not None else op.name}(...)"
-    if not has_out_variant(op):  # with splitting on, the call runs eagerly (trace/eager.py)
-        raise unsupported_form(
-            f"`{call[:-1]}, out=o)`: out= is not supported while tracing `{op.name}`; "
-            f"symshape writes into out= only for elementwise ops. Fix: compute the result "
-            f"and copy it, `o.copy_({call})`, or assign it, `o = {call}`."
-        )
-    if not isinstance(out, torch.Tensor):
-        raise TypeError(f"{op.name}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    tensors = [a for a in (*args, *kwargs.values(), out) if is_tensor(a)]
+    outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    for o in outs:
+        if not isinstance(o, torch.Tensor):
+            raise TypeError(f"{op.name}(): argument 'out' must be Tensor, not {type(o).__name__}")
+    tensors = [a for a in (*args, *kwargs.values(), *outs) if is_tensor(a)]
     if torch.is_grad_enabled() and any(ctx.meta(t).requires_grad for t in tensors):
         raise RuntimeError(
             f"{op.name}(): functions with out=... arguments don't support automatic "
             "differentiation, but one of the arguments requires grad."
         )
     result = rule(ctx, op, *args, **kwargs)
+    results = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+    if len(results) != len(outs) or not all(is_tensor(r) for r in results):
+        raise unsupported_form(
+            f"`{call[:-1]}, out=o)`: {op.name} returns {len(results)} values, out= gives "
+            f"{len(outs)} tensors. Fix: assign the result, `o = {call}`."
+        )
+    written = [_write(ctx, call, o, r) for o, r in zip(outs, results)]
+    if not isinstance(out, (tuple, list)):
+        return written[0]
+    if type(result) in (tuple, list):
+        return type(result)(written)
+    # torch.return_types.max -> max_out, as eager's out= overloads name their results
+    return getattr(torch.return_types, f"{type(result).__name__}_out", type(result))(written)
+
+
+def _write(ctx, call: str, out, result):
+    """``out`` holding ``result``, as eager writes it: cast to out's dtype, copied
+    where the shapes agree, else out resized (a tensor the trace alone made)."""
     rm, om = ctx.meta(result), ctx.meta(out)
     if not torch.can_cast(rm.dtype, om.dtype):
         raise RuntimeError(
@@ -118,11 +118,12 @@ def _into(ctx, op, rule, out, args, kwargs):
             "explicitly reuse an out tensor t by resizing it, inplace, to zero elements with "
             "t.resize_(0).",
             UserWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     if rm.dtype != om.dtype:
         result = _traced(ctx, torch.Tensor.to, result, om.dtype)
-    return ctx.rebind(out, result)
+    # eager resizes out to the result's sizes with contiguous strides
+    return ctx.rebind(out, _traced(ctx, torch.Tensor.contiguous, result))
 
 
 def _type_name(dtype: torch.dtype) -> str:
