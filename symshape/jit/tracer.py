@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import gc
 import inspect
+import logging
 import random
 import sys
 import time
@@ -67,6 +68,8 @@ from symshape.trace.proxy import TensorProxy
 from symshape.trace.pytypes import python_types
 from symshape.trace.reads import NeedRead, SplitState
 from symshape.trace.side_effects import side_effects
+
+log = logging.getLogger("symshape")
 
 
 @dataclass
@@ -321,8 +324,10 @@ def _trace_once(
         ctx.flush_asserts()
         if gg:
             gg.settle()
-        if torch.is_grad_enabled() != grad:  # torch.set_grad_enabled(False) as a call
+        switched = torch.is_grad_enabled() != grad  # torch.set_grad_enabled(False) as a call
+        if switched:
             torch._C._set_grad_enabled(grad)
+        if switched and pending is None:  # (stopped at a read: the mode is the prefix's there)
             raise TracingError(
                 f"{name} leaves grad mode {'off' if grad else 'on'}: a trace cannot repeat "
                 "that change of global state on later calls. Fix: switch it in a `with` "
@@ -434,6 +439,9 @@ def _trace_once(
     first_args = b.first_inputs(trace.inputs)
     t_prologue = time.perf_counter()
     run = None
+    if backend is not None and makes_leaves(trace):  # its gradients are eager autograd's
+        log.info("symshape: %s makes tensors that require grad: it runs without its back end", name)
+        backend = None
     if split is None:
         # a trace its back end or its backward also runs is compiled now; else at its
         # second call, the first interpreting it (codegen.Deferred)
@@ -613,13 +621,22 @@ def _requires_grad(v) -> bool:
     return type(v) is Var and isinstance(v.meta, TensorMeta) and v.meta.requires_grad
 
 
+def makes_leaves(trace: Trace) -> bool:
+    """Does the trace make tensors that require grad of its own (``w =
+    x.detach().requires_grad_()``, a deep copy of a module)? Gradients reach
+    them only through eager's autograd (``torch.autograd.grad(loss, w)`` inside,
+    ``w.grad`` after): the computation runs its ops under autograd, as when it
+    has no backward of its own."""
+    return any(n.op.name == "requires_grad_" and n.args[1] for n in trace.nodes)
+
+
 def _autograd(ctx, trace: Trace, output, out_spec, name: str) -> _Grad | None:
     """When the outputs need gradients, build the backward trace and make the
     forward also return what it saves (tensors, then sizes)."""
     if not torch.is_grad_enabled():
         return None
     inputs = [v for v in trace.inputs if _requires_grad(v)]
-    if not inputs:
+    if not inputs or makes_leaves(trace):
         return None
     if out_spec is None:
         leaves, spec = outputs.flatten(output, is_leaf=lambda v: type(v) is Var)

@@ -2,8 +2,8 @@
 
 Every op here is ``random`` (never merged by CSE) and keeps its place in the
 trace, so a trace draws the same numbers in the same order as eager. The
-Python-level state functions (``torch.manual_seed``, ``torch.get_rng_state``,
-``torch.set_rng_state``) reach these rules through the tracing mode's
+Python-level state functions (``torch.manual_seed``, ``torch.seed``,
+``torch.get_rng_state``, ``torch.set_rng_state``) reach these rules through the tracing mode's
 ``PYTHON_LEVEL`` routing; they become nodes, so seeding inside a compiled
 function happens on every call, not once at trace time::
 
@@ -41,6 +41,16 @@ from symshape.sym import logic as L
 def manual_seed(ctx, op, seed):
     ctx.emit(op, (seed,), {}, effect=True)
     return torch.default_generator
+
+
+@register("seed", "symshape.ops.runtime.seed", torch.seed, torch.random.seed, effect=True, random=True)
+def seed(ctx, op):
+    """``torch.seed()`` on every call, in its place among the draws: a fresh seed
+    from the operating system, an int only the run knows (``s = torch.seed();
+    torch.manual_seed(s % n)``)."""
+    u = ctx.unbacked("torch.seed()", min=0, max=2**64 - 1)
+    ctx.emit_binding(op, (), {}, [u])
+    return ctx.symint(u)
 
 
 _STATE_SIZE = torch.default_generator.get_state().numel()  # fixed by the generator's kind

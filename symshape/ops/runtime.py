@@ -14,6 +14,12 @@ def nonzero(x):
     return r.shape[0], r
 
 
+def seed():
+    """``torch.seed()``: reseed the default generator from the operating system;
+    the seed is the op's one value (an unbacked int of the trace)."""
+    return (torch.seed(),)
+
+
 def nonzero_tuple(x):
     r = torch.nonzero(x)
     return (r.shape[0], *r.unbind(1)) if x.dim() else (r.shape[0], r.new_zeros(r.shape[0]))

@@ -230,3 +230,25 @@ def test_is_inference_mode_enabled_answers_as_eager_while_tracing():
     assert_same(symshape.jit(fn)(x), fn(x))
     with torch.inference_mode():
         assert_same(symshape.jit(fn)(x), fn(x))
+
+
+def test_grad_mode_switched_by_a_call_around_a_read_of_data():
+    """dynamo's test_grad_mode_guard: set_grad_enabled(False) as a call, a read of
+    tensor data (the trace splits there), then the mode put back."""
+
+    def fn(a, b):
+        prev = torch.is_grad_enabled()
+        torch.set_grad_enabled(False)
+        a = a + 1
+        a.tolist()
+        ret = a + b
+        torch.set_grad_enabled(prev)
+        return ret
+
+    jf = symshape.jit(fn, dynamic=True)
+    for n in (3, 3, 5):
+        a, b = torch.randn(n, 4), torch.randn(n, 4, requires_grad=True)
+        got, want = jf(a, b), fn(a, b)
+        assert got.requires_grad is want.requires_grad is False
+        assert torch.is_grad_enabled()
+        assert torch.equal(got, want)

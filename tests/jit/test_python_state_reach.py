@@ -197,3 +197,26 @@ def test_printing_a_real_parameter_inside_the_trace():
 
     got = symshape.jit(fn)(torch.ones(2))
     assert got[1] == repr(p)
+
+
+def test_gradients_of_a_models_copy_inside_the_trace_maml():
+    """dynamo's test_maml: a deep copy of the model, ``torch.autograd.grad`` of its
+    loss for the copy's parameters, a step, then the copy evaluated. The copy's
+    parameters are leaves the trace makes: its ops run under eager autograd."""
+
+    def step(m, x, y):
+        net = copy.deepcopy(m)
+        loss = torch.nn.functional.cross_entropy(net(x), y)
+        grads = torch.autograd.grad(loss, list(net.parameters()))
+        fast = [p - 0.4 * g for p, g in zip(net.parameters(), grads)]
+        with torch.no_grad():
+            out = torch.nn.functional.linear(x, fast[0], fast[1])
+        return loss, grads, out
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(6, 3)  # its parameters require grad: the call has a backward
+    jf = symshape.jit(step, dynamic=True)
+    for n in (5, 5, 8):
+        x, y = torch.randn(n, 6), torch.randint(0, 3, (n,))
+        assert_same(jf(model, x, y), step(model, x, y))
+    assert model.weight.grad is None

@@ -2,6 +2,8 @@
 function happens on every call (not once at trace time), and the random ops
 keep their shapes at every size."""
 
+import sys
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -116,3 +118,22 @@ def test_a_closed_over_generator_is_refused():
     f = symshape.jit(lambda x: torch.bernoulli(x, generator=g), dynamic=True)
     with pytest.raises(TracingError, match=r"Generator.*Fix: pass it as an argument"):
         f(torch.rand(3))
+
+
+def test_torch_seed_inside_reseeds_on_every_call():
+    """dynamo's test_torch_seed: ``torch.seed()`` draws a new seed on each call,
+    and what the code seeds with it is what eager would draw."""
+
+    def fn(x):
+        s = int(torch.seed() % sys.maxsize)
+        torch.manual_seed(s)
+        return x + torch.rand(x.shape), s
+
+    jf = symshape.jit(fn, dynamic=True)
+    seeds = set()
+    for n in (3, 3, 4):
+        got, s = jf(torch.zeros(n))
+        seeds.add(s)
+        torch.manual_seed(s)
+        assert torch.equal(got, torch.rand(n))
+    assert len(seeds) == 3
