@@ -148,6 +148,11 @@ def _deepcopy(ctx, t, memo=None):
     if not hasattr(t, "_ss_var"):  # a real tensor (a global's)
         with torch._C.DisableTorchFunction():
             return type(t).__deepcopy__(t, memo)
+    if ctx.meta(t).requires_grad and not ctx.is_leaf(t):
+        raise RuntimeError(
+            "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+            "protocol at the moment."
+        )
     new = _traced(ctx, lambda a: a.detach().clone(memory_format=torch.preserve_format), t)
     if ctx.meta(t).requires_grad:
         new = _traced(ctx, torch.Tensor.requires_grad_, new)

@@ -220,3 +220,16 @@ def test_gradients_of_a_models_copy_inside_the_trace_maml():
         x, y = torch.randn(n, 6), torch.randint(0, 3, (n,))
         assert_same(jf(model, x, y), step(model, x, y))
     assert model.weight.grad is None
+
+
+def test_deepcopy_of_a_tensor_that_is_not_a_leaf_raises_as_eager():
+    import pytest
+
+    def fn(x):
+        return copy.deepcopy(x * 2)
+
+    x = torch.randn(3, requires_grad=True)
+    for f in (fn, symshape.jit(fn)):
+        with pytest.raises(RuntimeError, match="graph leaves"):
+            f(x)
+    assert_same(symshape.jit(fn)(x.detach()), x.detach() * 2)
