@@ -209,6 +209,9 @@ def _route_python_level(patches: Patches) -> None:
     vmap.install(patches)
     for name in ("trace", "script", "trace_module"):
         patches.replace(torch.jit, name, _torchscript_refused(getattr(torch.jit, name), patches))
+    # calling a TorchScript module runs its C++ interpreter: eagerly, at a split
+    call = _torchscript_refused(torch.nn.Module.__call__, patches, "ScriptModule.__call__")
+    patches.add(torch.jit.ScriptModule, "__call__", call)
     # NumPy reads a symbolic size as the int it is (np.prod(x.shape) is an np.int64, as in
     # eager), specializing it with a guard; without __array__ it keeps a Python object
     for cls, to in ((torch.SymInt, int), (torch.SymFloat, float), (torch.SymBool, bool)):
@@ -229,15 +232,30 @@ def _as_numpy(to: type) -> Callable:
     return __array__
 
 
-def _torchscript_refused(fn: Callable, patches: Patches) -> Callable:
+def _torchscript_refused(fn: Callable, patches: Patches, what: str = "") -> Callable:
     """``torch.jit.trace`` / ``script`` called by traced code: TorchScript's C++
-    tracer cannot take symshape's tensors, so it is refused with the fix."""
+    tracer cannot take symshape's tensors, so the call runs eagerly at a split of
+    the trace, on that call's values (eager.py); where the trace does not split
+    (``fullgraph``, export) it is refused with the fix."""
 
     @functools.wraps(fn)
     def refused(*args, **kwargs):
-        if patches.current() is None:
+        mode = patches.current()
+        if mode is None:
             return fn(*args, **kwargs)  # another thread, not tracing
+        why = "TorchScript cannot trace symshape's tensors"
+        name = what or f"torch.jit.{fn.__name__}"
+        out = eager_call(mode.ctx, fn, name, args, kwargs, why)
+        if out is not NOT_SPLIT:
+            return out
         where = user_location()
+        if what:
+            raise TracingError(
+                f"`{what}` was called inside the function symshape.jit traces"
+                f"{f' (at {where.describe()})' if where else ''}: TorchScript cannot run "
+                "symshape's traced tensors. Fix: call it outside the jit-compiled function, "
+                "or let the trace split there (fullgraph=False)."
+            )
         raise TracingError(
             f"`torch.jit.{fn.__name__}` was called inside the function symshape.jit traces"
             f"{f' (at {where.describe()})' if where else ''}: TorchScript cannot trace or "

@@ -166,14 +166,31 @@ def test_vmap_of_an_in_place_function_returns_the_input():
 
 
 # 16. torch.fx.symbolic_trace inside traced code runs; TorchScript is refused with the fix
-def test_fx_symbolic_trace_inside_and_torchscript_refused():
+def test_fx_symbolic_trace_and_torchscript_inside():
+    """fx traces symshape's proxies; TorchScript cannot, so ``torch.jit.trace`` and
+    the call of what it made run eagerly at splits (refused under fullgraph)."""
+
     def fn(x):
         return torch.fx.symbolic_trace(nn.Sequential(nn.ReLU(), nn.Tanh()))(x) * 2
 
     check(fn, lambda n: (torch.randn(n),))
-    with pytest.raises(symshape.TracingError, match=r"torch\.jit\.trace.*outside"):
-        symshape.jit(lambda x: torch.jit.trace(nn.ReLU(), x)(x))(torch.randn(3))
+
+    def scripted(x):
+        m = torch.jit.trace(nn.ReLU(), (x,))
+        return m(x) * 2, type(m).__name__
+
+    jf = symshape.jit(scripted, dynamic=True)
+    for n in (3, 3, 5):
+        x = torch.randn(n)
+        got, want = jf(x), scripted(x)
+        assert got[1] == want[1] and torch.equal(got[0], want[0])
+    with pytest.raises(symshape.TracingError, match=r"(?s)torch\.jit\.trace.*outside"):
+        symshape.jit(scripted, fullgraph=True)(torch.randn(3))
+    with pytest.raises(symshape.TracingError, match=r"(?s)ScriptModule\.__call__.*outside"):
+        m = torch.jit.trace(nn.ReLU(), (torch.randn(2),))
+        symshape.jit(lambda x: m(x), fullgraph=True)(torch.randn(3))
     assert torch.jit.trace(nn.ReLU(), torch.randn(2)) is not None  # restored afterwards
+    assert "__call__" not in vars(torch.jit.ScriptModule)
 
 
 # 27. a returned view of an input, modified in place with gradients on, as in eager
