@@ -46,6 +46,7 @@ from symshape.sym.source import is_stdlib_file, is_user_file
 from symshape.trace.construction import ChangesModules
 from symshape.trace.context import current as _tracing
 from symshape.trace.errors import TracingError
+from symshape.trace.frame_state import is_transparent
 from symshape.trace.side_effects import TraceTimeSideEffectWarning
 
 log = logging.getLogger("symshape")
@@ -246,8 +247,9 @@ def _raised_by_user_code(e: Exception) -> bool:
         return False
     codes = []
     tb = e.__traceback__
-    while tb is not None:
-        codes.append(tb.tb_frame.f_code)
+    while tb is not None:  # symshape's wrappers that only pass a call on left out
+        if not is_transparent(tb.tb_frame.f_code):
+            codes.append(tb.tb_frame.f_code)
         tb = tb.tb_next
     starts = [i for i, c in enumerate(codes) if c is TRACE_ONCE]
     if not starts or starts[-1] + 1 >= len(codes):

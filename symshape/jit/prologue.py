@@ -293,21 +293,28 @@ class Builder(ObjectInputs):
             loc = self.local(f"_{label}")
             out.append(f"{loc} = {src}")
             keys = tuple(value)
-            if not all(isinstance(k, (str, int)) for k in keys):
+            bad = [k for k in keys if not _plain_key(k)]
+            if bad:
                 raise TracingError(
-                    f"{label}: dict keys must be str or int to be traced, found {keys!r}"
+                    f"{label}: a dict keyed by {type(bad[0]).__name__} cannot be traced (its "
+                    "keys are compared on every call, and this one has no value to compare "
+                    "by). Fix: key it by str, int, a tuple or another value, or pass the "
+                    "values as a list."
                 )
+            ks = repr(keys) if all(type(k) in (str, int) for k in keys) else self.const(keys)
             self.fail(
-                f"type({loc}) is not dict or tuple({loc}) != {keys!r}",
+                f"type({loc}) is not dict or tuple({loc}) != {ks}",
                 f"{label} is a dict with keys {list(keys)}",
                 f"tuple({loc}) if isinstance({loc}, dict) else type({loc}).__name__",
                 into=out,
             )
             self.tracked[id(value)] = (value, path)
-            new = {
-                k: self.walk(v, f"{loc}[{k!r}]", f"{label}[{k!r}]", out, path=f"{path}[{k!r}]")
-                for k, v in value.items()
-            }
+            new = {}
+            for k, v in value.items():
+                ksrc = repr(k) if type(k) in (str, int) else self.const(k, "_key")
+                new[k] = self.walk(
+                    v, f"{loc}[{ksrc}]", f"{label}[{k!r}]", out, path=f"{path}[{ksrc}]"
+                )
             self._swap(value, "item", new)
             return value
         if isinstance(value, (torch.dtype, torch.device, torch.memory_format, torch.layout)):
@@ -854,6 +861,17 @@ def _identifier(label: str) -> str:
 
 
 __all__ = ["DYNAMIC", "Builder", "Check", "Prologue"]
+
+
+def _plain_key(k) -> bool:
+    """A dict key the prologue can compare with ``==`` on every call: a value
+    (str, int, float, bool, None, a torch.Size, a tuple of values) or an object
+    compared by identity (a class, a function, an enum member)."""
+    if k is None or type(k) in (str, int, float, bool, torch.Size):
+        return True
+    if type(k) is tuple:
+        return all(_plain_key(x) for x in k)
+    return not isinstance(k, torch.Tensor) and type(k).__eq__ is object.__eq__
 
 
 def _refuse_untraceable(t: torch.Tensor, label: str) -> None:

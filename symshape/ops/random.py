@@ -43,7 +43,9 @@ def manual_seed(ctx, op, seed):
     return torch.default_generator
 
 
-@register("seed", "symshape.ops.runtime.seed", torch.seed, torch.random.seed, effect=True, random=True)
+@register(
+    "seed", "symshape.ops.runtime.seed", torch.seed, torch.random.seed, effect=True, random=True
+)
 def seed(ctx, op):
     """``torch.seed()`` on every call, in its place among the draws: a fresh seed
     from the operating system, an int only the run knows (``s = torch.seed();

@@ -105,6 +105,20 @@ def capture(ctx, boundary, roots: tuple = ()) -> tuple | None:
     return tuple(parts), tuple(enc.vars)
 
 
+_TRANSPARENT: set = set()  # code of symshape's wrappers around user calls (trace/mode.py)
+
+
+def transparent(code: types.CodeType) -> None:
+    """Frames of ``code`` (a symshape wrapper that only passes a call on, such
+    as ``Module.__call__`` while tracing) are left out of the state: what they do
+    after the read depends on nothing but what the call they wrap returns."""
+    _TRANSPARENT.add(code)
+
+
+def is_transparent(code: types.CodeType) -> bool:
+    return code in _TRANSPARENT
+
+
 def _user_frames(boundary) -> list | None:
     """The frames from the tracer's call (outermost first) down to the innermost one
     that is not symshape's (the read machinery below it is left out)."""
@@ -114,6 +128,9 @@ def _user_frames(boundary) -> list | None:
     out = []
     while f is not None and f is not boundary:
         code = f.f_code
+        if code in _TRANSPARENT:
+            f = f.f_back
+            continue
         if code.co_flags & _GENERATOR or code.co_filename.startswith(_HERE):
             return None
         out.append(f)

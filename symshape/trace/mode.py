@@ -28,6 +28,7 @@ from symshape.trace import vmap
 from symshape.trace.construction import check_building
 from symshape.trace.eager import NOT_SPLIT, eager_call
 from symshape.trace.errors import TracingError, UnsupportedOpError
+from symshape.trace.frame_state import transparent
 from symshape.trace.inline import body
 from symshape.trace.patching import Patches
 from symshape.trace.proxy import TensorProxy
@@ -209,6 +210,7 @@ def _route_python_level(patches: Patches) -> None:
     vmap.install(patches)
     for name in ("trace", "script", "trace_module"):
         patches.replace(torch.jit, name, _torchscript_refused(getattr(torch.jit, name), patches))
+    patches.replace(torch.nn.Module, "__call__", _module_call(torch.nn.Module.__call__, patches))
     # calling a TorchScript module runs its C++ interpreter: eagerly, at a split
     call = _torchscript_refused(torch.nn.Module.__call__, patches, "ScriptModule.__call__")
     patches.add(torch.jit.ScriptModule, "__call__", call)
@@ -301,10 +303,46 @@ def route(fn: Callable, *args, **kwargs):
     return op.rule(mode.ctx, op, *args, **kwargs)
 
 
+def _module_call(call: Callable, patches: Patches) -> Callable:
+    """``module(*args)`` while tracing: a module with backward hooks
+    (``register_full_backward_hook``) called on tensors that need gradients
+    runs eagerly at a split (its hooks wrap its inputs and outputs in an
+    autograd.Function of PyTorch's); where the trace does not split, refused."""
+    from torch.nn.modules import module as M
+
+    @functools.wraps(call)
+    def module_call(self, *args, **kwargs):
+        mode = patches.current()
+        hooked = self._backward_hooks or self._backward_pre_hooks
+        hooked = hooked or M._global_backward_hooks or M._global_backward_pre_hooks
+        if mode is None or not hooked or not torch.is_grad_enabled():
+            return call(self, *args, **kwargs)
+        ctx = mode.ctx
+        leaves = torch.utils._pytree.tree_leaves((args, kwargs))
+        if not any(isinstance(a, TensorProxy) and ctx.meta(a).requires_grad for a in leaves):
+            return call(self, *args, **kwargs)
+        name = f"{type(self).__name__}.__call__"
+        out = eager_call(ctx, call, name, (self, *args), kwargs, "it has backward hooks")
+        if out is not NOT_SPLIT:
+            return out
+        where = user_location()
+        raise TracingError(
+            f"{type(self).__name__} has backward hooks and is called on tensors that need "
+            f"gradients (at {where.describe() if where else 'an unknown line'}): its hooks "
+            "wrap the call in an autograd.Function symshape cannot trace. Fix: let the trace "
+            "split there (fullgraph=False), or remove the hooks while compiling."
+        )
+
+    transparent(module_call.__code__)
+    return module_call
+
+
 def _custom_function(apply, patches: Patches) -> Callable:
     """``torch.autograd.Function.apply`` while tracing: the forward's ops are traced
     as usual, but a custom backward cannot be, and differentiating the forward's
-    ops instead would silently give another gradient. Refused where one is needed."""
+    ops instead would silently give another gradient. Where one is needed the
+    Function runs eagerly at a split of the trace (its backward is its own);
+    where the trace does not split (fullgraph, export) it is refused."""
 
     def route(cls, *args, **kwargs):
         mode = patches.current()
@@ -315,7 +353,12 @@ def _custom_function(apply, patches: Patches) -> Callable:
                 for a in (*args, *kwargs.values())
                 if isinstance(a, TensorProxy) and ctx.meta(a).requires_grad
             ]  # fmt: skip
-            if needs:
+            if needs:  # its backward is eager's: the Function runs eagerly, at a split
+                why = "symshape cannot trace a custom backward"
+                bound = apply.__get__(None, cls)
+                out = eager_call(ctx, bound, f"{cls.__name__}.apply", args, kwargs, why)
+                if out is not NOT_SPLIT:
+                    return out
                 where = user_location()
                 raise TracingError(
                     f"custom autograd.Function `{cls.__name__}` is applied to tensors that need "

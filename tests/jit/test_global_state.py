@@ -90,10 +90,44 @@ class _Straight(torch.autograd.Function):
         return g
 
 
-def test_custom_autograd_function_needing_a_gradient_is_refused():
-    f = symshape.jit(lambda x: _Straight.apply(x) * 2)
+def test_custom_autograd_function_needing_a_gradient_runs_eagerly_with_its_backward():
+    """Its backward is its own: the Function runs eagerly at a split, the rest is
+    traced, and the gradient is the custom one (fullgraph refuses)."""
+    fn = lambda x: (_Straight.apply(x.sin() * 3) * 2).sum()  # noqa: E731
+    f = symshape.jit(fn, dynamic=True)
+    for n in (3, 3, 6):
+        xj = torch.randn(n, requires_grad=True)
+        xe = xj.detach().clone().requires_grad_()
+        f(xj).backward()
+        fn(xe).backward()
+        torch.testing.assert_close(xj.grad, xe.grad)  # 6*cos(x): the straight-through one
     with pytest.raises(symshape.TracingError, match="_Straight"):
-        f(torch.randn(3, requires_grad=True))
+        symshape.jit(fn, fullgraph=True)(torch.randn(3, requires_grad=True))
+
+
+def test_a_module_with_backward_hooks_runs_its_hooks_on_every_backward():
+    """dynamo's test_backward_hooks: full backward hooks wrap the module's call in
+    PyTorch's own autograd.Function; that call runs eagerly at a split."""
+    torch.manual_seed(0)
+    seen = {"jit": [], "eager": []}
+    models = {}
+    for k in seen:
+        models[k] = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+        models[k][0].register_full_backward_hook(
+            lambda m, gi, go, k=k: seen[k].append((gi[0].shape, go[0].clone()))
+        )
+    models["jit"].load_state_dict(models["eager"].state_dict())
+    jm = symshape.jit(models["jit"], dynamic=True)
+    for n in (2, 2, 5):
+        x = torch.randn(n, 4, requires_grad=True)
+        jm(x).pow(2).sum().backward()
+        models["eager"](x).pow(2).sum().backward()
+    assert len(seen["jit"]) == len(seen["eager"]) == 3
+    for (sj, gj), (se, ge) in zip(seen["jit"], seen["eager"]):
+        assert sj == se
+        torch.testing.assert_close(gj, ge)
+    with pytest.raises(symshape.TracingError, match="backward hooks"):
+        symshape.jit(models["jit"], fullgraph=True)(torch.randn(2, 4, requires_grad=True))
 
 
 def test_custom_autograd_function_without_gradients_traces_its_forward():
