@@ -290,33 +290,7 @@ class Builder(ObjectInputs):
                 return value
             return t(*items) if hasattr(value, "_fields") else t(items)
         if t is dict:
-            loc = self.local(f"_{label}")
-            out.append(f"{loc} = {src}")
-            keys = tuple(value)
-            bad = [k for k in keys if not _plain_key(k)]
-            if bad:
-                raise TracingError(
-                    f"{label}: a dict keyed by {type(bad[0]).__name__} cannot be traced (its "
-                    "keys are compared on every call, and this one has no value to compare "
-                    "by). Fix: key it by str, int, a tuple or another value, or pass the "
-                    "values as a list."
-                )
-            ks = repr(keys) if all(type(k) in (str, int) for k in keys) else self.const(keys)
-            self.fail(
-                f"type({loc}) is not dict or tuple({loc}) != {ks}",
-                f"{label} is a dict with keys {list(keys)}",
-                f"tuple({loc}) if isinstance({loc}, dict) else type({loc}).__name__",
-                into=out,
-            )
-            self.tracked[id(value)] = (value, path)
-            new = {}
-            for k, v in value.items():
-                ksrc = repr(k) if type(k) in (str, int) else self.const(k, "_key")
-                new[k] = self.walk(
-                    v, f"{loc}[{ksrc}]", f"{label}[{k!r}]", out, path=f"{path}[{ksrc}]"
-                )
-            self._swap(value, "item", new)
-            return value
+            return self._dict(value, src, label, out, path)
         if isinstance(value, (torch.dtype, torch.device, torch.memory_format, torch.layout)):
             self.fail(f"{src} != {self.const(value)}", f"{label} == {value}", src, into=out)
             return value
@@ -358,6 +332,35 @@ class Builder(ObjectInputs):
             f"_described({src})",
             into=out,
         )
+        return value
+
+    def _dict(self, value: dict, src: str, label: str, out: list, path: str) -> dict:
+        """A dict argument: its keys checked on every call, its values walked; the
+        dict itself is handed to the function (its writes are found and replayed)."""
+        loc = self.local(f"_{label}")
+        out.append(f"{loc} = {src}")
+        keys = tuple(value)
+        bad = [k for k in keys if not _plain_key(k)]
+        if bad:
+            raise TracingError(
+                f"{label}: a dict keyed by {type(bad[0]).__name__} cannot be traced (its "
+                "keys are compared on every call, and this one has no value to compare "
+                "by). Fix: key it by str, int, a tuple or another value, or pass the "
+                "values as a list."
+            )
+        ks = repr(keys) if all(type(k) in (str, int) for k in keys) else self.const(keys)
+        self.fail(
+            f"type({loc}) is not dict or tuple({loc}) != {ks}",
+            f"{label} is a dict with keys {list(keys)}",
+            f"tuple({loc}) if isinstance({loc}, dict) else type({loc}).__name__",
+            into=out,
+        )
+        self.tracked[id(value)] = (value, path)
+        new = {}
+        for k, v in value.items():
+            ksrc = repr(k) if type(k) in (str, int) else self.const(k, "_key")
+            new[k] = self.walk(v, f"{loc}[{ksrc}]", f"{label}[{k!r}]", out, path=f"{path}[{ksrc}]")
+        self._swap(value, "item", new)
         return value
 
     def _int(self, value: int, src: str, label: str, out) -> object:
