@@ -1,6 +1,7 @@
 """symshape.export against torch.export.export with the same Dims, side by side.
 
     python benchmarks/bench_export.py [--quick] [--scale-only | --no-scale]
+        [--deploy-only | --no-deploy]
 
 For the transformer block (benchmarks/workloads.py) and a tiny GPT-2 (2
 layers, d=64), each with dynamic batch and sequence:
@@ -32,6 +33,17 @@ random weights, exported forward-only with Dims on batch and sequence:
   symshape's load memory-maps the weights and reads every byte once for the
   SHA-256 check, so the mapped pages count;
 - max diff: the loaded program against eager at two shapes.
+
+Deployment (GPT-2 small, the same model, Dims batch in [1, 64] and seq in
+[2, 512]): from the model to a ``torch.export.ExportedProgram`` through
+``symshape.export`` + ``to_torch_export()`` against ``torch.export.export``,
+and from the model to an ONNX file through ``to_torch_export()`` +
+``torch.onnx.export`` against ``torch.onnx.export(model, dynamo=True)``:
+
+- first s: in a fresh process (one-time initialization included, imports not);
+- warm s: the median of later conversions in that process;
+- max diff: the program's ``module()`` (or onnxruntime's run of the file, if
+  installed) against eager at two shapes.
 
 The machine is shared, so compare ratios within one run.
 """
@@ -247,6 +259,113 @@ def scale_save(model_name: str, directory: str) -> dict:
     return out
 
 
+# -- deployment: torch.export programs and ONNX files ------------------------------------------
+
+DEPLOY_SYSTEMS = {
+    "ExportedProgram": ("symshape.export + to_torch_export()", "torch.export.export"),
+    "ONNX file": ("symshape + to_torch_export() + torch.onnx.export", "torch.onnx.export"),
+}
+
+
+def _deploy_convert(route: str, ours: bool, model, example, path: str):
+    """One conversion of ``model`` to the route's artifact; returns what it made."""
+    from torch.export import Dim
+
+    import symshape
+
+    dims = (("batch", 1, 64), ("seq", 2, 512))
+    make = symshape.Dim if ours else Dim
+    spec = {"input_ids": {i: make(n, min=lo, max=hi) for i, (n, lo, hi) in enumerate(dims)}}
+    with torch.no_grad():
+        if ours:
+            tep = symshape.export(model, (example,), dynamic_shapes=spec).to_torch_export()
+        elif route == "ExportedProgram":
+            return torch.export.export(model, (example,), dynamic_shapes=spec)
+    if route == "ExportedProgram":
+        return tep
+    if ours:
+        onnx = torch.onnx.export(tep, (example,), dynamo=True, verbose=False)
+    else:
+        onnx = torch.onnx.export(model, (example,), dynamic_shapes=spec, dynamo=True, verbose=False)
+    onnx.save(path)
+    return path
+
+
+def _deploy_diff(route: str, made, model) -> float | None:
+    diff = 0.0
+    with torch.no_grad():
+        for b, t in ((1, 5), (3, 33)):
+            ids = torch.randint(0, 100, (b, t))
+            if route == "ExportedProgram":
+                got = made.module()(ids)
+            else:
+                try:
+                    import onnxruntime
+                except ImportError:
+                    return None
+                session = onnxruntime.InferenceSession(made)
+                got = torch.from_numpy(session.run(None, {"input_ids": ids.numpy()})[0])
+            diff = max(diff, (got - model(ids)).abs().max().item())
+    return diff
+
+
+def deploy_one(route: str, system: str, repeats: int) -> dict:
+    """Time one system's conversion of GPT-2 small (run in its own process)."""
+    import contextlib
+    import io
+    import logging
+
+    warnings.filterwarnings("ignore")
+    logging.getLogger("torch").setLevel(logging.ERROR)
+    torch.set_num_threads(1)
+    model = build_scale("gpt2-small")
+    example = torch.randint(0, 100, (2, 7))
+    ours = system == DEPLOY_SYSTEMS[route][0]
+    times = []
+    with tempfile.TemporaryDirectory() as d, contextlib.redirect_stdout(io.StringIO()):
+        for _ in range(1 + repeats):
+            t = time.perf_counter()
+            made = _deploy_convert(route, ours, model, example, os.path.join(d, "m.onnx"))
+            times.append(time.perf_counter() - t)
+        diff = _deploy_diff(route, made, model)
+    return {"first": times[0], "warm": statistics.median(times[1:]), "diff": diff}
+
+
+def deploy_table(quick: bool) -> None:
+    print("\n| GPT-2 small to | system | first s | warm s | max diff |")
+    print("|---|---|---|---|---|")
+    notes = []
+    for route, systems in DEPLOY_SYSTEMS.items():
+        repeats = "1" if route == "ONNX file" or quick else "3"
+        results = {}
+        for s in systems:
+            try:
+                x = results[s] = _child("--deploy-one", route, s, repeats)
+            except RuntimeError as e:
+                print(f"| {route} | {s} | failed: {e} |")
+                continue
+            diff = "n/a" if x["diff"] is None else f"{x['diff']:.1e}"
+            print(f"| {route} | {s} | {x['first']:.2f} | {x['warm']:.2f} | {diff} |")
+        if len(results) == 2:
+            ours, theirs = results[systems[0]], results[systems[1]]
+            notes.append(
+                f"to {route}: {theirs['first'] / ours['first']:.1f}x faster in a fresh process, "
+                f"{theirs['warm'] / ours['warm']:.1f}x warm, than {systems[1]}"
+            )
+    print()
+    for line in notes:
+        print(line)
+
+
+def _deploy_main(a) -> None:
+    if a.deploy_one:
+        route, system, n = a.deploy_one
+        print(json.dumps(deploy_one(route, system, int(n))))
+        return
+    deploy_table(a.quick)
+    print(f"\ntorch {torch.__version__}, 1 thread, {time.strftime('%Y-%m-%d')}")
+
+
 def _status_kb(field: str) -> int:
     with open("/proc/self/status") as f:
         for line in f:
@@ -328,6 +447,11 @@ def main() -> None:
     p.add_argument("--quick", action="store_true", help="fewer repeats")
     p.add_argument("--scale-only", action="store_true", help="only the 124M-parameter models")
     p.add_argument("--no-scale", action="store_true", help="skip the 124M-parameter models")
+    p.add_argument(
+        "--deploy-only", action="store_true", help="only GPT-2 small to torch.export/ONNX"
+    )
+    p.add_argument("--no-deploy", action="store_true", help="skip GPT-2 small to torch.export/ONNX")
+    p.add_argument("--deploy-one", nargs=3, help=argparse.SUPPRESS)
     p.add_argument("--one", nargs=2, metavar=("SYSTEM", "MODEL"), help=argparse.SUPPRESS)
     p.add_argument("--scale-save", nargs=2, help=argparse.SUPPRESS)
     p.add_argument("--scale-load", nargs=2, help=argparse.SUPPRESS)
@@ -341,6 +465,9 @@ def main() -> None:
         return
     if a.scale_load:
         print(json.dumps(scale_load(*a.scale_load)))
+        return
+    if a.deploy_one or a.deploy_only:
+        _deploy_main(a)
         return
     if a.scale_only:
         scale_table()
@@ -387,6 +514,8 @@ def main() -> None:
         print(line)
     if not a.no_scale and "gpt2" in models:
         scale_table()
+    if not a.no_deploy and "gpt2" in models:
+        deploy_table(a.quick)
     print(f"\ntorch {torch.__version__}, 1 thread, {time.strftime('%Y-%m-%d')}")
 
 

@@ -5,6 +5,7 @@
     ep(x2)                    # any input that satisfies the constraints
     ep.save("model.json")     # and model.safetensors; symshape.load("model.json")
     gm = ep.to_fx()           # a torch.fx.GraphModule with symbolic sizes
+    tep = ep.to_torch_export()  # a torch.export.ExportedProgram (docs/deploying.md)
 
 Every call runs the prologue (``signature.py``), which checks the inputs
 against the exported constraints and raises ``InputSpecError`` naming the
@@ -139,6 +140,18 @@ class ExportedProgram:
         from symshape.export.fx import to_fx
 
         return to_fx(self)
+
+    def to_torch_export(
+        self, args: tuple | None = None, kwargs: dict | None = None
+    ) -> torch.export.ExportedProgram:
+        """The program as a ``torch.export.ExportedProgram`` (docs/deploying.md):
+        the same inputs, outputs and weights, ATen ops with fake values, and the
+        Dims as ``range_constraints``, for ``torch.export.save``, AOTInductor and
+        ``torch.onnx.export``. ``args``/``kwargs``: example inputs (its
+        ``example_inputs``; default: zeros at sizes inside the Dims' ranges)."""
+        from symshape.export.torch_export import to_torch_export
+
+        return to_torch_export(self, args, kwargs)
 
 
 def _compile(name: str, computation: Trace, backward: Trace | None, autograd: dict | None):
