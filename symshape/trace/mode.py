@@ -115,6 +115,10 @@ class TracingMode(TorchFunctionMode):
         if any(isinstance(a, torch.fx.Proxy) for a in args):
             # torch.fx.symbolic_trace run by the traced code: its own proxies, not ours
             return func(*args, **(kwargs or {}))
+        other = _overriding(args, kwargs)
+        if other is not None:  # an object of the user's with __torch_function__: as eager
+            with self:  # its handler's own torch calls are traced
+                return type(other).__torch_function__(func, types, args, kwargs or {})
         op = self.lookup(func) or _fallback[0](func)
         if op is None:
             inlined = body(func)  # a Python function of torch's: its own ops are traced
@@ -175,6 +179,19 @@ class TracingMode(TorchFunctionMode):
             return super().__exit__(*exc)
         finally:
             _routing.pop()
+
+
+def _overriding(args: tuple, kwargs: dict | None):
+    """The first argument (or list item) that is not a tensor but overrides torch
+    functions (a class with ``__torch_function__``): eager hands it the call."""
+    for a in (*args, *(kwargs.values() if kwargs else ())):
+        for x in a if type(a) in (list, tuple) else (a,):
+            if isinstance(x, torch.Tensor) or x is None or type(x) in (int, float, bool):
+                continue
+            tf = getattr(type(x), "__torch_function__", None)
+            if tf is not None and tf is not torch._C._disabled_torch_function_impl:
+                return x
+    return None
 
 
 def _any_traced(args: tuple, kwargs: dict) -> bool:

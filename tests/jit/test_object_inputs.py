@@ -194,3 +194,30 @@ def test_tensor_attribute_of_user_object_in_place_and_rebound(rebind):
 
     update.__name__ = f"update_{'rebind' if rebind else 'inplace'}"
     run(update, lambda n: (Box(torch.zeros(3)), _x(n)))
+
+
+class _Scaled:
+    """Not a tensor, but overrides torch functions (dynamo's test_torch_function
+    objects): torch.add(x, s) hands the call to it, in eager and in the trace."""
+
+    def __init__(self, t, k):
+        self.t, self.k = t, k
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        def plain(a):
+            if isinstance(a, (list, tuple)):
+                return type(a)(plain(b) for b in a)
+            return a.t * a.k if isinstance(a, _Scaled) else a
+
+        return func(*plain(args), **(kwargs or {}))
+
+
+def test_an_argument_with_torch_function_gets_the_call_as_in_eager():
+    def fn(x, s):
+        return torch.add(x, s) * 2 + torch.cat([x, s]).sum()
+
+    jf = symshape.jit(fn, dynamic=True)
+    for n, k in ((3, 2.0), (5, 2.0), (4, 3.0)):
+        x, t = torch.randn(n), torch.randn(n)
+        torch.testing.assert_close(jf(x, _Scaled(t, k)), fn(x, _Scaled(t, k)))
