@@ -322,9 +322,10 @@ def route(fn: Callable, *args, **kwargs):
 
 def _module_call(call: Callable, patches: Patches) -> Callable:
     """``module(*args)`` while tracing: a module with backward hooks
-    (``register_full_backward_hook``) called on tensors that need gradients
-    runs eagerly at a split (its hooks wrap its inputs and outputs in an
-    autograd.Function of PyTorch's); where the trace does not split, refused."""
+    (``register_full_backward_hook``) called on tensors that need gradients, or
+    holding parameters that do, runs eagerly at a split (its hooks wrap its
+    inputs and outputs in an autograd.Function of PyTorch's); where the trace
+    does not split, refused."""
     from torch.nn.modules import module as M
 
     @functools.wraps(call)
@@ -336,8 +337,9 @@ def _module_call(call: Callable, patches: Patches) -> Callable:
             return call(self, *args, **kwargs)
         ctx = mode.ctx
         leaves = torch.utils._pytree.tree_leaves((args, kwargs))
-        if not any(isinstance(a, TensorProxy) and ctx.meta(a).requires_grad for a in leaves):
-            return call(self, *args, **kwargs)
+        needs = any(isinstance(a, TensorProxy) and ctx.meta(a).requires_grad for a in leaves)
+        if not needs and not any(p.requires_grad for p in self.parameters()):
+            return call(self, *args, **kwargs)  # no gradient: its hooks never run
         name = f"{type(self).__name__}.__call__"
         out = eager_call(ctx, call, name, (self, *args), kwargs, "it has backward hooks")
         if out is not NOT_SPLIT:

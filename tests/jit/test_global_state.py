@@ -2,6 +2,8 @@
 and custom autograd.Functions. Each either traces faithfully or is refused with
 the fix; none may give a result or gradient that differs from eager."""
 
+import warnings
+
 import pytest
 import torch
 from harness import check_grad
@@ -159,3 +161,32 @@ def test_a_modules_forward_reads_globals_that_are_guarded():
     finally:
         SCALE = 2.0
     assert any("SCALE" in r for r in jm.stats.recompile_reasons)
+
+
+def test_backward_hooks_and_pre_hooks_on_every_module_with_inputs_that_need_no_grad():
+    """dynamo's test_backward_hooks: the parameters need gradients, the input
+    does not; every module's hook and pre-hook fires on every backward."""
+    torch.manual_seed(0)
+    sizes = {"jit": {}, "eager": {}}
+    models = {k: torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 2)) for k in sizes}
+    models["jit"].load_state_dict(models["eager"].state_dict())
+    for k, m in models.items():
+        for name, mod in m.named_modules():
+            mod.register_full_backward_hook(
+                lambda mod, gi, go, k=k, name=name: sizes[k].setdefault(name, []).append(go[0])
+            )
+            mod.register_full_backward_pre_hook(
+                lambda mod, go, k=k, name=name: sizes[k].setdefault(f"pre{name}", []).append(go[0])
+            )
+    jm = symshape.jit(models["jit"], dynamic=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # eager's: "no inputs require gradients"
+        for n in (3, 3, 5):
+            x = torch.randn(n, 4)
+            jm(x).pow(2).sum().backward()
+            models["eager"](x).pow(2).sum().backward()
+    assert sizes["jit"].keys() == sizes["eager"].keys() and len(sizes["jit"]) == 6
+    for name, got in sizes["jit"].items():
+        assert len(got) == len(sizes["eager"][name]) == 3
+        for a, b in zip(got, sizes["eager"][name]):
+            torch.testing.assert_close(a, b)
