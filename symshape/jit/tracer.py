@@ -214,6 +214,51 @@ def _tracked_state(writes: dict, slot_writes, swapped, global_writes, read_state
     return tuple(out)
 
 
+class _Watch:
+    """What the traced call reads and writes on the modules it reaches (the
+    callbacks ``trace.modules.watch`` calls): reads to guard, objects read off a
+    module (snapshotted at their first read), module attributes written."""
+
+    def __init__(self):
+        self.reads: list = []
+        self.class_reads: list = []  # (module, class, attribute): found on a class of it
+        self.read_objects: dict = {}  # id -> ObjectGuard of an object read off a module
+        self.read_states: list = []  # (object, its state at the first read): put back after
+        self.modules_read: set = set()  # ids of modules whose `_modules` the code read
+        self.writes: dict = {}  # (id(module), attribute) -> [module, attr, old, new]
+
+    def record(self, mod, attr, value) -> None:
+        if attr == "_modules":  # the code looks at its submodules (children(), iteration)
+            self.modules_read.add(id(mod))
+        if (id(mod), attr) in self.writes or attr in SKIPPED:
+            return  # the trace's own value, written every call; or a slot
+        self.reads.append((mod, attr, value))
+        if id(value) not in self.read_objects and (
+            is_plain_object(value) or type(value) in (list, dict, set)
+        ):  # snapshot at its first read: what the trace saw, before any write of its own
+            self.read_objects[id(value)] = ObjectGuard(value, attr)
+            self.read_states.append((value, shallow(value)))
+
+    def record_class(self, mod, owner, attr) -> None:
+        self.class_reads.append((mod, owner, attr))
+
+    def wrote(self, mod, attr, old, value) -> None:
+        self.writes.setdefault((id(mod), attr), [mod, attr, old, value])[3] = value
+
+
+@dataclass
+class _Ran:
+    """What running the call under the tracer left: its traced output (None when
+    it stopped at a read of data), the reads it split at, the writes to replay."""
+
+    output: object = None
+    out_spec: object = None
+    replay: object = None
+    pending: object = None  # the read this attempt stopped at, its value unknown
+    marks: list = field(default_factory=list)
+    results: dict = field(default_factory=dict)
+
+
 def _trace_once(
     ctx: TraceContext,
     fn,
@@ -227,6 +272,10 @@ def _trace_once(
     known,
     backend=None,
 ) -> Traced:
+    """One attempt at tracing a call, as named phases: walk the inputs into the
+    prologue's checks, guard torch's and Python's state, run the call on
+    proxies, build the trace (or its segments, where Python read data), emit
+    the prologue, compile."""
     t0 = time.perf_counter()
     if known is not None:
         ctx.split_at_reads(SplitState(tuple(known), torch.is_inference_mode_enabled()))
@@ -236,6 +285,56 @@ def _trace_once(
     # and methods call the bound method itself
     call = module if module is not None and fn is module else fn
     target = module.forward if call is module else fn
+    pargs, pkw = _walk_inputs(b, target, module, args, kwargs)
+    grad = torch.is_grad_enabled()
+    _guard_torch_state(b, grad)
+    gg, global_writes = _guard_python_state(b, fn, module, (*args, *kwargs.values()))
+    for g in decided:  # what an earlier attempt decided on this same input
+        ctx.env.guard(g.cond, g.where)
+    ctx.decide_comparisons = eager
+    w = _Watch()
+    ran = _run(ctx, b, w, call, pargs, pkw, module, name, draws, gg, global_writes)
+    _nothing_left(b, w)
+    t_traced = time.perf_counter()
+    if draws and (ran.marks or ran.pending is not None):
+        raise DrawsEagerly(draws.split_message())
+    trace, used, grad, split, out_spec = _computation(ctx, b, ran, name, grad, target)
+    t_passes = time.perf_counter()
+    prologue, first_args = _prologue(ctx, b, w, draws, trace, used, module, name)
+    t_prologue = time.perf_counter()
+    run, deferred, backward = _compiled(ctx.env, trace, split, grad, name, backend)
+    t_end = time.perf_counter()
+    phases = {
+        "tracing": (t_traced - t0) * 1e3,
+        "passes": (t_passes - t_traced) * 1e3,
+        "prologue": (t_prologue - t_passes) * 1e3,
+        "codegen": (t_end - t_prologue) * 1e3,
+    }
+    labels_map = {i.symbol: i.label for i in ctx.env.symbols}
+    return Traced(
+        prologue,
+        trace,
+        run,
+        out_spec,
+        ctx.env.guards,
+        ctx.env,
+        labels_map,
+        t_end - t0,
+        backward,
+        b,
+        grad,
+        ran.replay,
+        phases,
+        split,
+        deferred,
+        first_args,
+        bool(draws),
+    )
+
+
+def _walk_inputs(b: Builder, target, module, args: tuple, kwargs: dict) -> tuple[list, dict]:
+    """The call's arguments (and the module) as the prologue's checks and the
+    proxies the traced code receives."""
     kw = f"tuple(kwargs) != {tuple(kwargs)!r}" if kwargs else "kwargs"
     b.fail(
         f"len(args) != {len(args)} or {kw}",
@@ -247,46 +346,19 @@ def _trace_once(
     pkw = {k: b.walk(v, f"kwargs[{k!r}]", k) for k, v in kwargs.items()}
     if module is not None:
         b.module(module, "m", "")
+    return pargs, pkw
+
+
+def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, global_writes):
+    """Run the call on proxies with every watcher in place; whatever happens, the
+    Python state it wrote is taken back out (its writes are replayed per call)."""
     grad = torch.is_grad_enabled()
-    _guard_torch_state(b, grad)
-    gg, global_writes = _guard_python_state(b, fn, module, (*args, *kwargs.values()))
-
-    reads: list = []
-    class_reads: list = []  # (module, class, attribute): found on a class of the module
-    read_objects: dict = {}  # id -> ObjectGuard of an object or container read off a module
-    read_states: list = []  # (object, its state at the first read): put back after the trace
-    modules_read: set = set()  # ids of modules whose `_modules` the code read
-    writes: dict = {}  # (id(module), attribute) -> [module, attribute, old value, new value]
-
-    def record(mod, attr, value):
-        if attr == "_modules":  # the code looks at its submodules (children(), iteration)
-            modules_read.add(id(mod))
-        if (id(mod), attr) in writes or attr in SKIPPED:
-            return  # the trace's own value, written every call (below); or a slot
-        reads.append((mod, attr, value))
-        if id(value) not in read_objects and (
-            is_plain_object(value) or type(value) in (list, dict, set)
-        ):  # snapshot at its first read: what the trace saw, before any write of its own
-            read_objects[id(value)] = ObjectGuard(value, attr)
-            read_states.append((value, shallow(value)))
-
-    def record_class(mod, owner, attr):
-        class_reads.append((mod, owner, attr))
-
-    def wrote(mod, attr, old, value):
-        writes.setdefault((id(mod), attr), [mod, attr, old, value])[3] = value
-
     roots = [module] if module is not None else b.roots
-    for g in decided:  # what an earlier attempt decided on this same input
-        ctx.env.guard(g.cond, g.where)
-    ctx.decide_comparisons = eager
-    # a traced module's own state is stored again on every call (writes.py); the
-    # modules a function receives as arguments are not the same on each call
-    store = wrote
+    ran = _Ran()
     with (
         ctx,
         TracingMode(ctx, lookup),
-        watch(roots, record, store, record_class, b.attr_proxies),
+        watch(roots, w.record, w.wrote, w.record_class, b.attr_proxies),
         proxied(b.slots) as slot_writes,
         Swapped(b.swaps, b.tracked) as swapped,
         compiling(),
@@ -294,10 +366,9 @@ def _trace_once(
         side_effects(name, draws),
         python_types(b.tensors),
     ):
-        pending = None  # the read this attempt stopped at, its value unknown
         stored: list = []  # writes into globals, closures and what they hold
         if ctx.split is not None:  # the Python state at a read: frames below this one
-            tracked = (writes, slot_writes, swapped, global_writes, read_states)
+            tracked = (w.writes, slot_writes, swapped, global_writes, w.read_states)
             ctx.split.boundary, ctx.split.roots = sys._getframe(), _tracked(*tracked)
         try:
             result = call(*pargs, **pkw)
@@ -306,73 +377,88 @@ def _trace_once(
                 raise
             raise _SymBoolArgument(e, list(ctx.env.guards)) from e
         except NeedRead as e:
-            pending = e.mark
+            ran.pending = e.mark
         finally:  # no traced value stays in them, whatever happened
             if global_writes is not None:
                 stored = global_writes.take(lambda obj: b.const(obj, "_w"))
-        marks = ctx.split.marks if ctx.split is not None else []
-        results = ctx.split.results if ctx.split is not None else {}
+        if ctx.split is not None:
+            ran.marks, ran.results = ctx.split.marks, ctx.split.results
         ctx.split, ctx.env.on_data = None, None  # the rest (outputs, backward) reads nothing
-        if pending is None:
-            stores = _stores(b, swapped.writes(), writes, slot_writes()) + stored
+        if ran.pending is None:
+            stores = _stores(b, swapped.writes(), w.writes, slot_writes()) + stored
             held = global_writes.containers if global_writes is not None else ()
-            output, out_spec, replay = _output(ctx, result, b, stores, held)
+            ran.output, ran.out_spec, ran.replay = _output(ctx, result, b, stores, held)
         else:  # only the prefix runs from this trace: its Python writes are undone
-            output, out_spec, replay = None, None, None
-            segments.undo_writes(writes, read_states)
-            writes.clear()  # nothing is written by this trace: what it read is guarded
+            segments.undo_writes(w.writes, w.read_states)
+            w.writes.clear()  # nothing is written by this trace: what it read is guarded
         ctx.flush_asserts()
         if gg:
             gg.settle()
-        switched = torch.is_grad_enabled() != grad  # torch.set_grad_enabled(False) as a call
-        if switched:
-            torch._C._set_grad_enabled(grad)
-        if switched and pending is None:  # (stopped at a read: the mode is the prefix's there)
-            raise TracingError(
-                f"{name} leaves grad mode {'off' if grad else 'on'}: a trace cannot repeat "
-                "that change of global state on later calls. Fix: switch it in a `with` "
-                "block (with torch.no_grad(): ...), or outside the jit-compiled function."
-            )
-    # the caller's objects are back as they were (their writes are replayed after each
-    # call): a traced value still inside one was stored where symshape does not look
+        _grad_mode_kept(grad, name, ran.pending is None)
+    return ran
+
+
+def _grad_mode_kept(grad: bool, name: str, complete: bool) -> None:
+    """The call left grad mode as it found it, or the trace is refused (a bare
+    ``torch.set_grad_enabled(False)``); a trace stopped at a read of data is in
+    the prefix's mode there, which its continuation traces on."""
+    if torch.is_grad_enabled() == grad:
+        return
+    torch._C._set_grad_enabled(grad)
+    if complete:
+        raise TracingError(
+            f"{name} leaves grad mode {'off' if grad else 'on'}: a trace cannot repeat "
+            "that change of global state on later calls. Fix: switch it in a `with` "
+            "block (with torch.no_grad(): ...), or outside the jit-compiled function."
+        )
+
+
+def _nothing_left(b: Builder, w: _Watch) -> None:
+    """The caller's objects are back as they were (their writes are replayed after
+    each call): a traced value still inside one was stored where symshape does not
+    look, and the trace is refused with the objects put back."""
     left = [(g.label, v) for g, v in b.objects] + [
-        (g.label, g.value) for g in read_objects.values()
+        (g.label, g.value) for g in w.read_objects.values()
     ]
     try:
         _no_traced_values_left(left)
     except TracingError:
-        for obj, state in read_states:  # leave nothing of the trace in the user's objects
+        for obj, state in w.read_states:  # leave nothing of the trace in the user's objects
             restore(obj, state)
         raise
 
-    t_traced = time.perf_counter()
-    split = None
-    if draws and (marks or pending is not None):
-        raise DrawsEagerly(draws.split_message())
-    if marks or pending is not None:  # Python read tensor data: one segment per read
-        split = segments.build(
-            ctx, b, marks, pending, output, out_spec, name, grad, target, results
-        )
-        trace, used, grad = split.trace, split.used, None
-    else:
-        trace = Trace("computation", [], list(ctx.nodes), output, ctx.asserts, dict(ctx.constants))
-        trace = dce(cse(trace))
-        used = {id(v) for n in trace.nodes for v in n.inputs()} | {
-            id(v) for v in iter_vars(trace.output)
-        }
-        trace.inputs = path_inputs(ctx, b, used)
-        trace.doc = f"traced from {getattr(target, '__qualname__', name)}"
-        # trace.output: the outputs as CSE renamed them (a merged node's Var is gone)
-        grad = _autograd(ctx, trace, trace.output, out_spec, name)
-        trace = grad_mode.for_run(trace, grad is not None)
-        if grad is not None:
-            out_spec = grad.spec
-        _simplify_metas(trace, ctx.env)
-        trace.lint()
-    t_passes = time.perf_counter()
 
-    # -- the prologue: module fetches, constants, guards, declared ranges -------------
-    b.emit_modules(used | ctx.touched, reads, class_reads, read_objects, modules_read)
+def _computation(ctx, b: Builder, ran: _Ran, name: str, grad: bool, target):
+    """The computation (with its backward), or, where Python read tensor data,
+    one segment per read: ``(trace, used, grad, split, out_spec)``."""
+    if ran.marks or ran.pending is not None:
+        split = segments.build(
+            ctx, b, ran.marks, ran.pending, ran.output, ran.out_spec, name, grad, target,
+            ran.results,
+        )  # fmt: skip
+        return split.trace, split.used, None, split, ran.out_spec
+    out_spec = ran.out_spec
+    trace = Trace("computation", [], list(ctx.nodes), ran.output, ctx.asserts, dict(ctx.constants))
+    trace = dce(cse(trace))
+    used = {id(v) for n in trace.nodes for v in n.inputs()} | {
+        id(v) for v in iter_vars(trace.output)
+    }
+    trace.inputs = path_inputs(ctx, b, used)
+    trace.doc = f"traced from {getattr(target, '__qualname__', name)}"
+    # trace.output: the outputs as CSE renamed them (a merged node's Var is gone)
+    g = _autograd(ctx, trace, trace.output, out_spec, name)
+    trace = grad_mode.for_run(trace, g is not None)
+    if g is not None:
+        out_spec = g.spec
+    _simplify_metas(trace, ctx.env)
+    trace.lint()
+    return trace, used, g, None, out_spec
+
+
+def _prologue(ctx, b: Builder, w: _Watch, draws, trace: Trace, used: set, module, name: str):
+    """The prologue: module fetches, constants, guards, declared ranges, then the
+    draws; compiled lazily. Returns it and the inputs of the call traced."""
+    b.emit_modules(used | ctx.touched, w.reads, w.class_reads, w.read_objects, w.modules_read)
     for cname, value in ctx.constants.items():
         b.globals[cname] = value
     b.emit_tensor_checks(used | ctx.touched, ctx.constants)
@@ -384,33 +470,15 @@ def _trace_once(
         b.fail(f"{f}() != {value!r}", f"{label} is {value!r}", found, kind="state")
     draws.emit(b.lines)  # after every other check: a rejected call draws as little
     env = ctx.env
-    guards = env.guards
-    for g in guards:
-        src = E.to_str(g.cond)
-        b.fail(f"not ({src})", g.text(env._label), _values_src(g.cond), kind="guard")
+    for g in env.guards:
+        b.fail(f"not ({E.to_str(g.cond)})", g.text(env._label), _values_src(g.cond), kind="guard")
     for sym, spec, label in b.specs:
         lo = spec.min if spec.min is not None else 0
         cond = f"{sym.name} < {lo}" + (
             f" or {sym.name} > {spec.max}" if spec.max is not None else ""
         )
         b.fail(cond, f"{label} is in {spec!r}", sym.name, kind="spec")
-    ret = ", ".join(v.name for v in trace.inputs)
-    params = "m, args, kwargs" if module is not None else "args, kwargs"
-    body = ["    " + line for line in b.lines] + [
-        f"    return ({ret}{',' if len(trace.inputs) == 1 else ''})"
-    ]
-    src = (
-        "\n".join(
-            [
-                f"# symshape prologue of {name}",
-                "import torch",
-                "",
-                f"def prologue({params}):",
-                *body,
-            ]
-        )
-        + "\n"
-    )
+    src = _prologue_source(b, trace, module, name)
     # the call being traced is served by the inputs it was traced from (first_inputs),
     # with no prologue run; where an input is of a kind that does not record its value,
     # by the prologue less the checks of Python state (the call already ran its Python,
@@ -435,13 +503,26 @@ def _trace_once(
             f"prologue {name}",
             lazy=True,
         )
-    prologue = Prologue(src, pro, b.checks, explain, first, b.tree)
-    first_args = b.first_inputs(trace.inputs)
-    t_prologue = time.perf_counter()
-    run = None
+    return Prologue(src, pro, b.checks, explain, first, b.tree), b.first_inputs(trace.inputs)
+
+
+def _prologue_source(b: Builder, trace: Trace, module, name: str) -> str:
+    ret = ", ".join(v.name for v in trace.inputs)
+    params = "m, args, kwargs" if module is not None else "args, kwargs"
+    body = ["    " + line for line in b.lines] + [
+        f"    return ({ret}{',' if len(trace.inputs) == 1 else ''})"
+    ]
+    head = [f"# symshape prologue of {name}", "import torch", "", f"def prologue({params}):"]
+    return "\n".join([*head, *body]) + "\n"
+
+
+def _compiled(env, trace: Trace, split, grad, name: str, backend):
+    """``(run, deferred, backward)``: the computation compiled (a segmented trace's
+    segments are compiled by ``segments``), through its back end, with its backward."""
     if backend is not None and makes_leaves(trace):  # its gradients are eager autograd's
         log.info("symshape: %s makes tensors that require grad: it runs without its back end", name)
         backend = None
+    run = None
     if split is None:
         # a trace its back end or its backward also runs is compiled now; else at its
         # second call, the first interpreting it (codegen.Deferred)
@@ -454,33 +535,7 @@ def _trace_once(
         run, backward = with_backward(env, trace, run, grad, name.title().replace("_", ""), backend)
     if run is not None:
         run = grad_mode.restoring(trace, run)
-    labels_map = {i.symbol: i.label for i in env.symbols}
-    t_end = time.perf_counter()
-    phases = {
-        "tracing": (t_traced - t0) * 1e3,
-        "passes": (t_passes - t_traced) * 1e3,
-        "prologue": (t_prologue - t_passes) * 1e3,
-        "codegen": (t_end - t_prologue) * 1e3,
-    }
-    return Traced(
-        prologue,
-        trace,
-        run,
-        out_spec,
-        guards,
-        env,
-        labels_map,
-        t_end - t0,
-        backward,
-        b,
-        grad,
-        replay,
-        phases,
-        split,
-        deferred,
-        first_args,
-        bool(draws),
-    )
+    return run, deferred, backward
 
 
 def _guard_torch_state(b: Builder, grad: bool) -> None:
@@ -871,4 +926,4 @@ def _convert(ctx: TraceContext, x):
     )
 
 
-TRACE_ONCE = _trace_once.__code__  # the frame that calls the traced function (api.py)
+TRACE_ONCE = _run.__code__  # the frame that calls the traced function (api.py)

@@ -103,7 +103,7 @@ def test_a_failure_at_any_replacement_leaves_torch_unpatched(k, monkeypatch):
     assert_torch_is_itself(before)
 
 
-# the contexts a trace enters, in order (jit/tracer.py: _trace_once)
+# the contexts a trace enters, in order (jit/tracer.py: _run)
 CONTEXTS = [
     "TracingMode",
     "watch",
