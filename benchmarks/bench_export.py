@@ -1,7 +1,7 @@
 """symshape.export against torch.export.export with the same Dims, side by side.
 
     python benchmarks/bench_export.py [--quick] [--scale-only | --no-scale]
-        [--deploy-only | --no-deploy]
+        [--deploy-only | --no-deploy] [--no-pyc]
 
 For the transformer block (benchmarks/workloads.py) and a tiny GPT-2 (2
 layers, d=64), each with dynamic batch and sequence:
@@ -40,8 +40,16 @@ Deployment (GPT-2 small, the same model, Dims batch in [1, 64] and seq in
 and from the model to an ONNX file through ``to_torch_export()`` +
 ``torch.onnx.export`` against ``torch.onnx.export(model, dynamo=True)``:
 
-- first s: in a fresh process (one-time initialization included, imports not);
-- warm s: the median of later conversions in that process;
+- first s: the first conversion in a fresh process, timed from the library's
+  import on (``import symshape``; ``from torch.export import Dim`` and the
+  submodules torch.export loads on first use), after torch and transformers
+  are imported and the model built; each run in a process of its own, the two
+  systems in turns, the median of five (three for ONNX). Bytecode is cached
+  for every module (a fresh PYTHONPYCACHEPREFIX, filled by one untimed run of
+  each system), as in an installed package; ``--no-pyc`` keeps the
+  environment's (this checkout's PYTHONDONTWRITEBYTECODE compiles symshape
+  from source in every process, while torch's bytecode ships with its wheel);
+- warm s: the median of later conversions in one process;
 - max diff: the program's ``module()`` (or onnxruntime's run of the file, if
   installed) against eager at two shapes.
 
@@ -268,13 +276,17 @@ DEPLOY_SYSTEMS = {
 
 
 def _deploy_convert(route: str, ours: bool, model, example, path: str):
-    """One conversion of ``model`` to the route's artifact; returns what it made."""
-    from torch.export import Dim
-
-    import symshape
-
+    """One conversion of ``model`` to the route's artifact; returns what it made.
+    The library is imported here, so that a fresh process's first call pays for
+    it (``import symshape`` for ours; ``torch.export`` for torch.export's, whose
+    submodules load on first use)."""
     dims = (("batch", 1, 64), ("seq", 2, 512))
-    make = symshape.Dim if ours else Dim
+    if ours:
+        import symshape
+
+        make = symshape.Dim
+    else:
+        from torch.export import Dim as make
     spec = {"input_ids": {i: make(n, min=lo, max=hi) for i, (n, lo, hi) in enumerate(dims)}}
     with torch.no_grad():
         if ours:
@@ -309,18 +321,39 @@ def _deploy_diff(route: str, made, model) -> float | None:
     return diff
 
 
-def deploy_one(route: str, system: str, repeats: int) -> dict:
-    """Time one system's conversion of GPT-2 small (run in its own process)."""
-    import contextlib
-    import io
+def _deploy_setup(route: str, system: str):
+    """``(model, example, ours)``, built before any timing: GPT-2 small from its
+    config (transformers and torch imported, seeded random weights)."""
     import logging
 
     warnings.filterwarnings("ignore")
     logging.getLogger("torch").setLevel(logging.ERROR)
     torch.set_num_threads(1)
     model = build_scale("gpt2-small")
-    example = torch.randint(0, 100, (2, 7))
-    ours = system == DEPLOY_SYSTEMS[route][0]
+    return model, torch.randint(0, 100, (2, 7)), system == DEPLOY_SYSTEMS[route][0]
+
+
+def deploy_first(route: str, system: str) -> dict:
+    """The first conversion in this fresh process (run in its own): from the
+    library's import on, nothing of it or of the other system loaded before."""
+    import contextlib
+    import io
+
+    model, example, ours = _deploy_setup(route, system)
+    assert "symshape" not in sys.modules, "symshape imported before the timed region"
+    with tempfile.TemporaryDirectory() as d, contextlib.redirect_stdout(io.StringIO()):
+        t = time.perf_counter()
+        _deploy_convert(route, ours, model, example, os.path.join(d, "m.onnx"))
+        first = time.perf_counter() - t
+    return {"first": first}
+
+
+def deploy_one(route: str, system: str, repeats: int) -> dict:
+    """Warm conversions of GPT-2 small, after one untimed (run in its own process)."""
+    import contextlib
+    import io
+
+    model, example, ours = _deploy_setup(route, system)
     times = []
     with tempfile.TemporaryDirectory() as d, contextlib.redirect_stdout(io.StringIO()):
         for _ in range(1 + repeats):
@@ -328,41 +361,74 @@ def deploy_one(route: str, system: str, repeats: int) -> dict:
             made = _deploy_convert(route, ours, model, example, os.path.join(d, "m.onnx"))
             times.append(time.perf_counter() - t)
         diff = _deploy_diff(route, made, model)
-    return {"first": times[0], "warm": statistics.median(times[1:]), "diff": diff}
+    return {"warm": statistics.median(times[1:]), "diff": diff}
 
 
-def deploy_table(quick: bool) -> None:
-    print("\n| GPT-2 small to | system | first s | warm s | max diff |")
+def _bytecode_env(no_pyc: bool, directory: str) -> dict | None:
+    """The children's environment: Python's bytecode cached, as in an installed
+    package (pip compiles it; this checkout may run with PYTHONDONTWRITEBYTECODE,
+    which would compile symshape's 170 modules from source in every process
+    while torch's come precompiled). A fresh PYTHONPYCACHEPREFIX holds every
+    module's bytecode, torch's too, written by one untimed run of each system."""
+    if no_pyc:
+        return None
+    env = dict(os.environ, PYTHONPYCACHEPREFIX=directory)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    for route, systems in DEPLOY_SYSTEMS.items():
+        for s in systems:
+            _child("--deploy-first", route, s, env=env)
+    return env
+
+
+def deploy_table(quick: bool, no_pyc: bool = False) -> None:
+    """Fresh-process first calls, each in its own process, the systems in turns."""
+    with tempfile.TemporaryDirectory(prefix="bench-pyc-") as d:
+        _deploy_rows(quick, _bytecode_env(no_pyc, d))
+    print("bytecode: " + ("as the environment has it" if no_pyc else "cached (.pyc) for all"))
+
+
+def _deploy_rows(quick: bool, env: dict | None) -> None:
+    print("\n| GPT-2 small to | system | first s (fresh process, median) | warm s | max diff |")
     print("|---|---|---|---|---|")
     notes = []
     for route, systems in DEPLOY_SYSTEMS.items():
-        repeats = "1" if route == "ONNX file" or quick else "3"
-        results = {}
+        n = 1 if route == "ONNX file" and quick else 3 if route == "ONNX file" or quick else 5
+        firsts, results = {s: [] for s in systems}, {}
+        try:
+            for _ in range(n):
+                for s in systems:
+                    firsts[s].append(_child("--deploy-first", route, s, env=env)["first"])
+            warm_n = "1" if route == "ONNX file" or quick else "3"
+            for s in systems:
+                results[s] = _child("--deploy-one", route, s, warm_n, env=env)
+        except RuntimeError as e:
+            print(f"| {route} | | failed: {e} |")
+            continue
         for s in systems:
-            try:
-                x = results[s] = _child("--deploy-one", route, s, repeats)
-            except RuntimeError as e:
-                print(f"| {route} | {s} | failed: {e} |")
-                continue
+            x = results[s]
+            x["first"] = statistics.median(firsts[s])
+            runs = ", ".join(f"{t:.2f}" for t in firsts[s])
             diff = "n/a" if x["diff"] is None else f"{x['diff']:.1e}"
-            print(f"| {route} | {s} | {x['first']:.2f} | {x['warm']:.2f} | {diff} |")
-        if len(results) == 2:
-            ours, theirs = results[systems[0]], results[systems[1]]
-            notes.append(
-                f"to {route}: {theirs['first'] / ours['first']:.1f}x faster in a fresh process, "
-                f"{theirs['warm'] / ours['warm']:.1f}x warm, than {systems[1]}"
-            )
+            print(f"| {route} | {s} | {x['first']:.2f} ({runs}) | {x['warm']:.2f} | {diff} |")
+        ours, theirs = results[systems[0]], results[systems[1]]
+        notes.append(
+            f"to {route}: {theirs['first'] / ours['first']:.1f}x faster in a fresh process, "
+            f"{theirs['warm'] / ours['warm']:.1f}x warm, than {systems[1]}"
+        )
     print()
     for line in notes:
         print(line)
 
 
 def _deploy_main(a) -> None:
+    if a.deploy_first:
+        print(json.dumps(deploy_first(*a.deploy_first)))
+        return
     if a.deploy_one:
         route, system, n = a.deploy_one
         print(json.dumps(deploy_one(route, system, int(n))))
         return
-    deploy_table(a.quick)
+    deploy_table(a.quick, a.no_pyc)
     print(f"\ntorch {torch.__version__}, 1 thread, {time.strftime('%Y-%m-%d')}")
 
 
@@ -392,8 +458,9 @@ def scale_load(system: str, path: str) -> dict:
     return {"load": seconds, "peak": peak * 1024}
 
 
-def _child(*argv) -> dict:
-    r = subprocess.run([sys.executable, __file__, *argv], capture_output=True, text=True)
+def _child(*argv, env: dict | None = None) -> dict:
+    cmd = [sys.executable, __file__, *argv]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode != 0:
         raise RuntimeError(r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "failed")
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -451,7 +518,9 @@ def main() -> None:
         "--deploy-only", action="store_true", help="only GPT-2 small to torch.export/ONNX"
     )
     p.add_argument("--no-deploy", action="store_true", help="skip GPT-2 small to torch.export/ONNX")
+    p.add_argument("--no-pyc", action="store_true", help="deployment rows without cached bytecode")
     p.add_argument("--deploy-one", nargs=3, help=argparse.SUPPRESS)
+    p.add_argument("--deploy-first", nargs=2, help=argparse.SUPPRESS)
     p.add_argument("--one", nargs=2, metavar=("SYSTEM", "MODEL"), help=argparse.SUPPRESS)
     p.add_argument("--scale-save", nargs=2, help=argparse.SUPPRESS)
     p.add_argument("--scale-load", nargs=2, help=argparse.SUPPRESS)
@@ -466,7 +535,7 @@ def main() -> None:
     if a.scale_load:
         print(json.dumps(scale_load(*a.scale_load)))
         return
-    if a.deploy_one or a.deploy_only:
+    if a.deploy_one or a.deploy_first or a.deploy_only:
         _deploy_main(a)
         return
     if a.scale_only:
@@ -515,7 +584,7 @@ def main() -> None:
     if not a.no_scale and "gpt2" in models:
         scale_table()
     if not a.no_deploy and "gpt2" in models:
-        deploy_table(a.quick)
+        deploy_table(a.quick, a.no_pyc)
     print(f"\ntorch {torch.__version__}, 1 thread, {time.strftime('%Y-%m-%d')}")
 
 

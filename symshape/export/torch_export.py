@@ -69,7 +69,15 @@ def to_torch_export(
     if args is None:
         args, kwargs = _example_inputs(sig)
     kwargs = dict(kwargs or {})
-    b = _Builder(ep, TorchSymbols(sig, _hints(sig, args, kwargs)))
+    syms = TorchSymbols(sig, _hints(sig, args, kwargs))
+    try:
+        return _program(_Builder(ep, syms), tuple(args), kwargs)
+    finally:
+        syms.done()
+
+
+def _program(b: _Builder, args: tuple, kwargs: dict) -> TorchExportedProgram:
+    sig = b.ep.signature
     b.placeholders()
     b.body()
     outputs, out_spec = b.outputs()
@@ -84,7 +92,7 @@ def to_torch_export(
         state_dict=b.state_dict,
         range_constraints=_range_constraints(b.syms, b.user_vals),
         module_call_graph=[ModuleCallEntry(fqn="", signature=call)],
-        example_inputs=(tuple(args), kwargs),
+        example_inputs=(args, kwargs),
         constants=b.constants,
         verifiers=[TrainingIRVerifier],
     )

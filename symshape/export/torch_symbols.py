@@ -26,6 +26,7 @@ from torch._dynamo.source import (
     TensorProperty,
     TensorPropertySource,
 )
+from torch._guards import SLoc
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StrictMinMaxConstraint
 from torch.utils._sympy.numbers import int_oo
@@ -60,6 +61,12 @@ class TorchSymbols:
             assume_static_by_default=False,
             prefer_deferred_runtime_asserts_over_guards=True,
         )
+        # While the program is built, where a symbol or guard comes from is this
+        # conversion: the ShapeEnv would find it by walking the stack past its
+        # "uninteresting" files, whose list imports torch.export._trace and
+        # AOTAutograd (a third of a second of a fresh process, for locations no
+        # message of a finished program shows). ``done()`` restores the walk.
+        self.shape_env._get_stack_summary = _stack_summary
         self.fake_mode = FakeTensorMode(
             shape_env=self.shape_env, allow_non_fake_inputs=True, export=True
         )
@@ -71,6 +78,11 @@ class TorchSymbols:
         for d in sig.dims:
             hint = (hints or {}).get(d.name, default_hint(d))
             self._add_dim(d, _input_source(sig, d.tensor), hint)
+
+    def done(self) -> None:
+        """The program is built: PyTorch's own source locations from here on
+        (for whatever later traces over this ShapeEnv, ``run_decompositions``)."""
+        self.shape_env.__dict__.pop("_get_stack_summary", None)
 
     @staticmethod
     def default_hints(sig: Signature) -> dict[str, int]:
@@ -209,6 +221,12 @@ class TorchSymbols:
         if t.requires_grad:
             fake.requires_grad_(True)
         return fake
+
+
+def _stack_summary(*args, framework_loc=None, **kwargs) -> tuple:
+    """``ShapeEnv._get_stack_summary`` while the program is built (its arguments
+    differ between releases: taken as they come)."""
+    return SLoc(framework_loc or "symshape to_torch_export", None), ""
 
 
 def _input_source(sig: Signature, i: int):
