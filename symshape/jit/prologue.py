@@ -137,6 +137,17 @@ class _Globals(dict):
 
 
 @dataclass
+class _Sizes:
+    """An input's sizes as the prologue reads them (``Builder._size``)."""
+
+    shape: list = field(default_factory=list)  # ints, symbols, expressions
+    names: list = field(default_factory=list)  # what `a, b, _ = x.shape` binds
+    later: list = field(default_factory=list)  # (name, expression, dim): equalities
+    bind: list = field(default_factory=list)  # lines binding derived Dims' symbols
+    dynamic: bool = False
+
+
+@dataclass
 class Builder(ObjectInputs):
     ctx: object
     policy: object
@@ -408,84 +419,122 @@ class Builder(ObjectInputs):
         # a slice along one dimension of a contiguous tensor (a sliding-window cache's
         # `full[:, :, -7:]`): contiguous strides of a shape wider in that dimension
         narrow = None if contiguous or order is not None else narrowed_dim(t)
-        shape, names, later, bind = [], [], [], []
-        dynamic = False
+        layout_known = contiguous or order is not None or narrow is not None
+        dims = _Sizes()
         for d, size in enumerate(t.shape):
-            layout_known = contiguous or order is not None or narrow is not None
             spec = self.policy.spec(label, t, d, is_param) if layout_known else STATIC
-            if spec == STATIC:
-                names.append("_")
-                shape.append(size)
-                continue
-            dynamic = True
-            root, scale, offset = split_dim(spec)
-            sym = self.dims.get(root) if isinstance(root, Dim) else None
-            if sym is not None:  # a Dim seen before: this size must equal it (or A*it + B)
-                expr = sym * scale + offset
-                if self.ctx.env.hint(expr) != size:
-                    raise InputSpecErrorAtTrace(
-                        f"{label}.size({d}) is {size}, but {spec!r} given for it is "
-                        f"{self.ctx.env.hint(expr)} here ({root.name} = {self.ctx.env.hint(sym)} "
-                        "from an earlier input)"
-                    )
-                tmp = f"_{name}_{d}"
-                names.append(tmp)
-                later.append((tmp, expr, d))
-                shape.append(expr)
-                continue
-            hint = spec.root_of(size) if isinstance(spec, DerivedDim) else size
-            lo, hi = (root.min, root.max) if isinstance(root, Dim) else (0, None)
-            if isinstance(root, Dim) and (
-                hint is None or hint < (lo or 0) or (hi is not None and hint > hi)
-            ):
-                raise InputSpecErrorAtTrace(
-                    f"{label}.size({d}) is {size}, outside the range of {spec!r} given for it"
-                    + (f" ({root!r})" if isinstance(spec, DerivedDim) else "")
-                )
-            sname = (
-                self.ctx.fresh("s") if not isinstance(root, Dim) else self.ctx.reserve(root.name)
-            )
-            source = _root_source(f"{label}.size({d})", scale, offset)
-            sym = self.ctx.env.symbol(
-                sname,
-                hint,
-                min=lo if lo is not None else 0,
-                max=hi,
-                source=source,
-                rigid=self.policy.rigid and isinstance(root, Dim),
-            )
-            self.ctx.sym_vars[sym] = Var(sym.name, sym)
-            if isinstance(root, Dim):
-                self.dims[root] = sym
-                if root.min is not None or root.max is not None:
-                    self.specs.append((sym, root, source))
-            if isinstance(spec, DerivedDim):
-                tmp = f"_{name}_{d}"
-                names.append(tmp)
-                if scale != 1:
-                    self.fail(
-                        f"({_root_source(tmp, 1, offset)}) % {scale} != 0",
-                        f"{label}.size({d}) is {spec!r} for an integer {root.name}",
-                        f"tuple({name}.shape)",
-                        into=bind,
-                    )
-                bind.append(f"{sym.name} = {_root_source(tmp, scale, offset)}")
-                shape.append(sym * scale + offset)
-                continue
-            names.append(sym.name)
-            shape.append(sym)
+            self._size(dims, spec, t, d, size, name, label)
         post = []
-        if dynamic:
+        if dims.dynamic:
+            names = dims.names
             post.append(f"{', '.join(names)}{',' if len(names) == 1 else ''} = {name}.shape")
-            post.extend(bind)
-        sizes = [None if not isinstance(d, int) else d for d in shape]
+            post.extend(dims.bind)
+        sizes = [None if not isinstance(d, int) else d for d in dims.shape]
+        strides, meta_strides, exact = self._strides(
+            t, dims, sizes, name, label, post, contiguous, order, narrow
+        )
+        for tmp, expr, d in dims.later:
+            self.fail(
+                f"{tmp} != {expr}",
+                f"{label}.size({d}) == {self.ctx.env.describe(expr)}",
+                f"tuple({name}.shape)",
+                into=post,
+            )
+        meta = TensorMeta(tuple(dims.shape), t.dtype, t.device, t.requires_grad, meta_strides)
+        var = Var(name, meta)
+        proxy = self.ctx.proxy(var, meta)
+        proxy._ss_leaf = True
+        self.tensor_local[id(t)] = name
+        self.proxy_of[id(t)] = proxy
+        self.tensor_inputs.append((var, label, is_param))
+        self.values[id(var)] = t
+        item = TensorItem(name, label, t, sizes, strides, fetch, post, proxy, exact=exact)
+        proxy._ss_input = InputAutograd(self, item, is_param)  # x.grad, x.is_leaf read
+        self.tensors.append(item)
+        if is_param:
+            self.deferred.append(item)
+        else:
+            out.extend(fetch)
+            self._user_attributes(t, proxy, name, label, post)
+        return proxy
+
+    def _size(self, dims: _Sizes, spec, t, d: int, size: int, name: str, label: str) -> None:
+        """Dimension ``d`` of input ``t``: static, a Dim seen before (an equality to
+        check), or a new symbol (a derived Dim: bound from the size, divisibility
+        checked)."""
+        if spec == STATIC:
+            dims.names.append("_")
+            dims.shape.append(size)
+            return
+        dims.dynamic = True
+        root, scale, offset = split_dim(spec)
+        env = self.ctx.env
+        sym = self.dims.get(root) if isinstance(root, Dim) else None
+        if sym is not None:  # a Dim seen before: this size must equal it (or A*it + B)
+            expr = sym * scale + offset
+            if env.hint(expr) != size:
+                raise InputSpecErrorAtTrace(
+                    f"{label}.size({d}) is {size}, but {spec!r} given for it is "
+                    f"{env.hint(expr)} here ({root.name} = {env.hint(sym)} "
+                    "from an earlier input)"
+                )
+            tmp = f"_{name}_{d}"
+            dims.names.append(tmp)
+            dims.later.append((tmp, expr, d))
+            dims.shape.append(expr)
+            return
+        hint = spec.root_of(size) if isinstance(spec, DerivedDim) else size
+        lo, hi = (root.min, root.max) if isinstance(root, Dim) else (0, None)
+        if isinstance(root, Dim) and (
+            hint is None or hint < (lo or 0) or (hi is not None and hint > hi)
+        ):
+            raise InputSpecErrorAtTrace(
+                f"{label}.size({d}) is {size}, outside the range of {spec!r} given for it"
+                + (f" ({root!r})" if isinstance(spec, DerivedDim) else "")
+            )
+        sname = self.ctx.fresh("s") if not isinstance(root, Dim) else self.ctx.reserve(root.name)
+        source = _root_source(f"{label}.size({d})", scale, offset)
+        sym = env.symbol(
+            sname,
+            hint,
+            min=lo if lo is not None else 0,
+            max=hi,
+            source=source,
+            rigid=self.policy.rigid and isinstance(root, Dim),
+        )
+        self.ctx.sym_vars[sym] = Var(sym.name, sym)
+        if isinstance(root, Dim):
+            self.dims[root] = sym
+            if root.min is not None or root.max is not None:
+                self.specs.append((sym, root, source))
+        if not isinstance(spec, DerivedDim):
+            dims.names.append(sym.name)
+            dims.shape.append(sym)
+            return
+        tmp = f"_{name}_{d}"
+        dims.names.append(tmp)
+        if scale != 1:
+            self.fail(
+                f"({_root_source(tmp, 1, offset)}) % {scale} != 0",
+                f"{label}.size({d}) is {spec!r} for an integer {root.name}",
+                f"tuple({name}.shape)",
+                into=dims.bind,
+            )
+        dims.bind.append(f"{sym.name} = {_root_source(tmp, scale, offset)}")
+        dims.shape.append(sym * scale + offset)
+
+    def _strides(self, t, dims: _Sizes, sizes, name, label, post, contiguous, order, narrow):
+        """``(strides, meta strides, exact)`` of an input: static where every later size
+        is; for a permuted dense layout or a slice of a contiguous tensor, expressions
+        of the sizes, checked on every call."""
         strides = list(t.stride())
         meta_strides = None if contiguous else tuple(t.stride())
         layout = None  # (strides as expressions of the sizes, what they mean)
         exact = None  # see TensorItem.exact
-        if dynamic and order is not None:  # a permuted dense layout: strides follow the sizes
+        shape = dims.shape
+        if dims.dynamic and order is not None:  # a permuted dense layout
             layout = permuted_strides(shape, order), f"dense in dimension order {list(order)}"
-        elif dynamic and narrow is not None:
+        elif dims.dynamic and narrow is not None:
             k, extent = narrow
             width = self.ctx.env.symbol(
                 self.ctx.fresh("s"), extent, min=1, max=None, source=f"{label}.stride({k - 1})"
@@ -509,7 +558,7 @@ class Builder(ObjectInputs):
                 f"{name}.stride()",
                 into=post,
             )
-        elif dynamic:  # a stride is static only if every later size is
+        elif dims.dynamic:  # a stride is static only if every later size is
             for i in range(len(strides)):
                 if any(x is None for x in sizes[i + 1 :]):
                     strides[i] = None
@@ -526,36 +575,7 @@ class Builder(ObjectInputs):
                     "included (the trace reads a stride)",
                     f"{name}.stride()",
                 )
-        for tmp, expr, d in later:
-            self.fail(
-                f"{tmp} != {expr}",
-                f"{label}.size({d}) == {self.ctx.env.describe(expr)}",
-                f"tuple({name}.shape)",
-                into=post,
-            )
-        meta = TensorMeta(
-            tuple(shape),
-            t.dtype,
-            t.device,
-            t.requires_grad,
-            meta_strides,
-        )
-        var = Var(name, meta)
-        proxy = self.ctx.proxy(var, meta)
-        proxy._ss_leaf = True
-        self.tensor_local[id(t)] = name
-        self.proxy_of[id(t)] = proxy
-        self.tensor_inputs.append((var, label, is_param))
-        self.values[id(var)] = t
-        item = TensorItem(name, label, t, sizes, strides, fetch, post, proxy, exact=exact)
-        proxy._ss_input = InputAutograd(self, item, is_param)  # x.grad, x.is_leaf read
-        self.tensors.append(item)
-        if is_param:
-            self.deferred.append(item)
-        else:
-            out.extend(fetch)
-            self._user_attributes(t, proxy, name, label, post)
-        return proxy
+        return strides, meta_strides, exact
 
     def _user_attributes(self, t: torch.Tensor, proxy, name: str, label: str, out) -> None:
         """Attributes the caller set on an input tensor (``x.test = ...``): the proxy
