@@ -45,7 +45,7 @@ from symshape.sym import DataDependentError
 from symshape.sym.source import is_stdlib_file, is_user_file
 from symshape.trace.construction import ChangesModules
 from symshape.trace.context import current as _tracing
-from symshape.trace.errors import TracingError
+from symshape.trace.errors import RunsEagerly, TracingError
 from symshape.trace.frame_state import is_transparent
 from symshape.trace.side_effects import TraceTimeSideEffectWarning
 
@@ -395,12 +395,11 @@ class JitFunction:
                 if self._fullgraph:
                     raise
                 return self._untraceable(e, args, kwargs)
-            except DrawsEagerly as e:  # Python's random as a trace cannot repeat it
+            except RunsEagerly as e:  # Python's random, a Generator it does not receive
                 if self._fullgraph:
                     raise TracingError(
-                        f"{self.__name__}: {e.why}: a trace cannot draw it again on later "
-                        "calls (fullgraph=True). Fix: draw with torch (torch.rand, "
-                        "torch.randint), or draw outside and pass the value in."
+                        f"{self.__name__}: {e.why}: a trace cannot repeat it on later "
+                        f"calls (fullgraph=True). Fix: {e.fix}"
                     ) from None
                 self._draws_eagerly = e.what
                 return self._untraceable(e.what, args, kwargs)
@@ -447,14 +446,13 @@ class JitFunction:
                 break
             except InputSpecErrorAtTrace as e:
                 raise InputSpecError(f"{self.__name__}: {e}") from None
-            except DrawsEagerly as e:
+            except RunsEagerly as e:
                 if not known:
                     raise
                 raise TracingError(  # the segments before the read already ran
                     f"{self.__name__}: after a read of tensor data, {e.why}"
                     "; the part before the read already ran, so the call cannot run eagerly "
-                    "instead. Fix: draw with torch (torch.rand, torch.randint), or draw before "
-                    "the jit-compiled function and pass the value in."
+                    f"instead. Fix: {e.fix}"
                 ) from None
             except ChangesModules as e:
                 if not known:

@@ -38,6 +38,7 @@ import torch
 
 from symshape.ir import Var
 from symshape.sym.source import user_location
+from symshape.trace.errors import RunsEagerly
 from symshape.trace.symfloat import Opaque
 
 _FLOATS = frozenset(
@@ -50,14 +51,13 @@ _FLOATS = frozenset(
 _INTS = frozenset(("randint", "randrange", "getrandbits", "binomialvariate"))
 
 
-class DrawsEagerly(BaseException):  # a control-flow signal, as ChangesModules
+class DrawsEagerly(RunsEagerly):
     """The traced code uses Python's ``random`` in a way a trace cannot draw
     again on later calls; ``what`` says how and where."""
 
-    def __init__(self, why: str):
-        self.why = why  # `random.choice` at model.py:12 returns a Python object, ...
-        self.what = _eager_message(why)
-        super().__init__(self.what)
+    def __init__(self, why: str):  # `random.choice` at model.py:12 returns a Python object
+        fix = "draw with torch (torch.rand, torch.randint), or draw outside and pass the value in."
+        super().__init__(why, fix, _eager_message(why))
 
 
 def _call_text(name: str, args: tuple, kwargs: dict) -> str:

@@ -22,9 +22,9 @@ import copy
 import random
 from dataclasses import dataclass, field
 
-from symshape.jit.draws import DrawsEagerly
 from symshape.jit.prologue import UntraceableInput
 from symshape.trace.construction import ChangesModules
+from symshape.trace.errors import RunsEagerly
 
 
 @dataclass
@@ -128,7 +128,7 @@ def _new(out: Explanation, jf, policy, args: tuple, kwargs: dict) -> Explanation
         traced = trace_call(
             jf._fn, m, args, kwargs, policy, jf.__name__, None if jf._fullgraph else ()
         )
-    except (UntraceableInput, ChangesModules, DrawsEagerly) as e:
+    except (UntraceableInput, ChangesModules, RunsEagerly) as e:
         out.outcome = "eager"
         out.reason = getattr(e, "what", None) or str(e)
         return out

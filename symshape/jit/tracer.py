@@ -60,7 +60,7 @@ from symshape.sym.errors import SymbolicError
 from symshape.trace.compiling import compiling
 from symshape.trace.construction import ChangesModules
 from symshape.trace.context import TraceContext
-from symshape.trace.errors import TracingError
+from symshape.trace.errors import RunsEagerly, TracingError
 from symshape.trace.mode import TracingMode
 from symshape.trace.module_fixes import module_fixes
 from symshape.trace.modules import proxied, watch
@@ -183,7 +183,7 @@ def trace_call(
                     eager = True
             finally:
                 ctx.close()
-    except (SymbolicError, TracingError, ChangesModules, DrawsEagerly):
+    except (SymbolicError, TracingError, ChangesModules, RunsEagerly):
         # symshape's own refusal: the call is retried, runs eagerly or raises having
         # run nothing (an exception of the user's code leaves its draws, as in eager)
         random.setstate(drawn)

@@ -25,7 +25,7 @@ from symshape.sym import logic as L
 from symshape.sym.source import user_location
 from symshape.trace import pytypes, reads
 from symshape.trace import symfloat as F
-from symshape.trace.errors import TracingError
+from symshape.trace.errors import RunsEagerly, TracingError
 from symshape.trace.proxy import TensorProxy, contiguous_strides
 from symshape.trace.reads import SplitState
 from symshape.trace.symnode import SymNode
@@ -659,12 +659,14 @@ class TraceContext:
                     "used here; traced functions must not keep their inputs across calls"
                 )
             return g._ss_var
-        raise TracingError(
-            f"generator=: expected a torch.Generator passed to the jit-compiled function as an "
-            f"argument (an input of the trace, read and advanced on every call), found a "
-            f"{g.device} Generator the code closed over or read from an object, which the trace "
-            "cannot name. Fix: pass it as an argument (f(x, g)), or draw from the global "
-            "generator (torch.manual_seed)."
+        where = user_location()
+        raise RunsEagerly(
+            f"generator=: a {g.device} torch.Generator the code made, closed over or read "
+            f"from an object{f' (at {where.describe()})' if where else ''}, not one passed "
+            "to the jit-compiled function (an input of the trace, read and advanced on "
+            "every call)",
+            "pass it as an argument (f(x, g)), or draw from the global generator "
+            "(torch.manual_seed).",
         )
 
     def generator_meta(self, g):

@@ -3,6 +3,20 @@
 from __future__ import annotations
 
 
+class RunsEagerly(BaseException):  # a control-flow signal, as ChangesModules
+    """The traced code does something no trace can repeat on later calls: the
+    function runs eagerly (as without symshape) on each call no trace serves.
+    ``why``: what and where; ``fix``: what to write instead; ``what``: both."""
+
+    def __init__(self, why: str, fix: str, what: str | None = None):
+        self.why, self.fix = why, fix
+        self.what = what or (
+            f"{why}: a trace cannot repeat it on later calls, so the function runs eagerly "
+            f"(as without symshape) on each call no trace serves. Fix: {fix}"
+        )
+        super().__init__(self.what)
+
+
 class TracingError(RuntimeError):
     """Something in the traced program cannot be represented in a trace."""
 

@@ -347,14 +347,30 @@ def test_returned_generator_is_the_callers():
 # -- what is refused, with a fix -----------------------------------------------------------------
 
 
-def test_closed_over_generator_is_refused():
-    g = torch.Generator().manual_seed(0)
+def test_a_generator_not_passed_in_runs_the_function_eagerly():
+    """A Generator the code closes over advances across calls; one it makes is
+    fresh on each call: a trace can repeat neither, so the function runs eagerly
+    (as without symshape), with a warning that says the fix; fullgraph refuses."""
+    g_jit, g_eager = torch.Generator().manual_seed(0), torch.Generator().manual_seed(0)
 
-    def f(x):
-        return torch.rand(x.shape, generator=g)
+    def closed(x, g):
+        return torch.rand(x.shape, generator=g) + x
 
-    with pytest.raises(TracingError, match=r"expected a torch.Generator passed .* Fix: pass it"):
-        symshape.jit(f)(torch.ones(2))
+    def made(x):
+        g = torch.Generator().manual_seed(3)
+        return torch.rand(x.shape, generator=g) + x
+
+    jc = symshape.jit(lambda x: closed(x, g_jit))
+    jm = symshape.jit(made)
+    with pytest.warns(UserWarning, match="Fix: pass it as an argument"):
+        jc(torch.ones(2))
+    closed(torch.ones(2), g_eager)
+    for n in (2, 2, 4):
+        x = torch.ones(n)
+        assert torch.equal(jc(x), closed(x, g_eager))
+        assert torch.equal(jm(x), made(x))
+    with pytest.raises(TracingError, match=r"(?s)torch.Generator .* Fix: pass it"):
+        symshape.jit(made, fullgraph=True)(torch.ones(2))
 
 
 def test_default_generator_named_by_the_code_is_the_global_one():

@@ -179,10 +179,12 @@ def test_unsupported_options_are_refused_not_ignored():
         symshape.jit(fn, fullgraph=True)(torch.randn(4, 3))
     assert symshape.jit(fn)(torch.randn(4, 3)).layout == torch.sparse_coo  # run eagerly
     # a generator the code closes over cannot be named by the trace (pass it as an
-    # argument instead: tests/jit/test_generator_input.py)
+    # argument instead: tests/jit/test_generator_input.py); fullgraph refuses it
     g = torch.Generator()
     with pytest.raises(TracingError, match="Fix: pass it as an argument"):
-        symshape.jit(lambda x: torch.rand(2, generator=g), dynamic=True)(torch.randn(4, 3))
+        symshape.jit(lambda x: torch.rand(2, generator=g), dynamic=True, fullgraph=True)(
+            torch.randn(4, 3)
+        )
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

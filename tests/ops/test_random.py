@@ -111,12 +111,18 @@ def test_random_op_gradients(fn):
     check_grad(fn, lambda n: (torch.randn(n, 3, dtype=torch.float64).requires_grad_(),), *SHAPES)
 
 
-def test_a_closed_over_generator_is_refused():
+def test_a_closed_over_generator_runs_eagerly_and_fullgraph_refuses():
     # a Generator argument is an input of the trace (tests/jit/test_generator_input.py);
-    # one the code closes over is no input, and the trace cannot name it
-    g = torch.Generator().manual_seed(0)
-    f = symshape.jit(lambda x: torch.bernoulli(x, generator=g), dynamic=True)
-    with pytest.raises(TracingError, match=r"Generator.*Fix: pass it as an argument"):
+    # one the code closes over is no input: the function runs eagerly, advancing it
+    g, ge = torch.Generator().manual_seed(0), torch.Generator().manual_seed(0)
+    x = torch.rand(3)
+    with pytest.warns(UserWarning, match=r"(?s)Generator.*Fix: pass it as an argument"):
+        assert torch.equal(
+            symshape.jit(lambda x: torch.bernoulli(x, generator=g))(x),
+            torch.bernoulli(x, generator=ge),
+        )
+    f = symshape.jit(lambda x: torch.bernoulli(x, generator=g), dynamic=True, fullgraph=True)
+    with pytest.raises(TracingError, match=r"(?s)Generator.*Fix: pass it as an argument"):
         f(torch.rand(3))
 
 
