@@ -206,7 +206,7 @@ def build(
     """Cut the recorded nodes at ``marks`` (and ``pending``) and compile each segment.
     ``results``: read index -> the Vars of what an op run eagerly there returned, which
     no node makes: the frame hands them to the segments after that read."""
-    from symshape.jit.tracer import _autograd, _simplify_metas, path_inputs, with_backward
+    from symshape.jit.tracer import differentiated, path_inputs, with_backward
 
     nodes = list(ctx.nodes)
     allm = list(marks) + ([pending] if pending is not None else [])
@@ -288,12 +288,7 @@ def build(
         t.doc = f"segment {j} of {where_from}" + (
             f", up to where Python reads {read.describe()}" if read else ""
         )
-        g = _autograd(ctx, t, t.output, spec, name)
-        t = grad_mode.for_run(t, g is not None)
-        if g is not None:
-            spec = g.spec
-        _simplify_metas(t, ctx.env)
-        t.lint()
+        t, g, spec = differentiated(ctx, t, spec, name)
         run = compile_trace(t)
         backward = None
         if g is not None:

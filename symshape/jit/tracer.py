@@ -445,6 +445,14 @@ def _computation(ctx, b: Builder, ran: _Ran, name: str, grad: bool, target):
     }
     trace.inputs = path_inputs(ctx, b, used)
     trace.doc = f"traced from {getattr(target, '__qualname__', name)}"
+    trace, g, out_spec = differentiated(ctx, trace, out_spec, name)
+    return trace, used, g, None, out_spec
+
+
+def differentiated(ctx, trace: Trace, out_spec, name: str) -> tuple[Trace, _Grad | None, object]:
+    """A computation (or segment) made ready to compile: its backward where its
+    outputs need gradients (the output spec then includes what it saves), the grad
+    switches it keeps, simplified metadata. ``(trace, grad or None, out_spec)``."""
     # trace.output: the outputs as CSE renamed them (a merged node's Var is gone)
     g = _autograd(ctx, trace, trace.output, out_spec, name)
     trace = grad_mode.for_run(trace, g is not None)
@@ -452,7 +460,7 @@ def _computation(ctx, b: Builder, ran: _Ran, name: str, grad: bool, target):
         out_spec = g.spec
     _simplify_metas(trace, ctx.env)
     trace.lint()
-    return trace, used, g, None, out_spec
+    return trace, g, out_spec
 
 
 def _prologue(ctx, b: Builder, w: _Watch, draws, trace: Trace, used: set, module, name: str):
