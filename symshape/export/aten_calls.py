@@ -154,6 +154,8 @@ def _usable(schema, want_tensor: bool) -> bool:
 def packet_of(op):
     """The ``torch.ops.aten`` packet an op's binding calls, or None."""
     source = op.source
+    if source.startswith("torch.ops.aten."):  # an overload itself: its packet
+        return getattr(torch.ops.aten, source.split(".")[3], None)
     if not source.startswith(_ATEN_PREFIXES):
         return None
     name = source.rsplit(".", 1)[1]
