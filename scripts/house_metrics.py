@@ -3,8 +3,9 @@
     python scripts/house_metrics.py [--limit 80] [--packages jit,trace,autograd]
 
 Prints every function (or method) longer than ``--limit`` lines in the named
-packages of ``symshape/``, longest first, and the import circles among each
-package's modules: strongly connected groups of the graph whose edges are
+packages of ``symshape/`` (a layer's folder, its sub-packages included), longest
+first, and the import circles among each layer's modules (named by their path
+under it: ``frontend.api``): strongly connected groups of the graph whose edges are
 ``import``/``from ... import`` statements, counted twice: at module level
 only, and with the late imports inside functions too (a late import breaks a
 circle at load time, not in the design). Issue 36 measures the JIT's refactor
@@ -33,9 +34,9 @@ def long_functions(package: str, limit: int) -> list[tuple[int, str]]:
     return sorted(out, reverse=True)
 
 
-def _module_imports(path: Path, package: str, late: bool) -> set[str]:
-    """The modules of ``symshape.<package>`` that ``path`` imports at module level
-    (``late``: inside functions too)."""
+def _module_imports(path: Path, package: str, modules, late: bool) -> set[str]:
+    """The ``modules`` of ``symshape.<package>`` (dotted names under it, sub-packages
+    included) that ``path`` imports at module level (``late``: inside functions too)."""
     prefix = f"symshape.{package}."
     found = set()
     tree = ast.parse(path.read_text(), str(path))
@@ -47,13 +48,29 @@ def _module_imports(path: Path, package: str, late: bool) -> set[str]:
             names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
         for name in names:
             if name.startswith(prefix):
-                found.add(name[len(prefix) :].split(".")[0])
+                parts = name[len(prefix) :].split(".")
+                # the longest prefix that is a module: a.b.c names module a.b or object c of it
+                for i in range(len(parts), 0, -1):
+                    if ".".join(parts[:i]) in modules:
+                        found.add(".".join(parts[:i]))
+                        break
     return found
 
 
+def _modules(package: str) -> dict[str, Path]:
+    """The modules of ``symshape/<package>`` by dotted name under it, sub-packages'
+    included (``frontend.api``); package ``__init__`` files left out."""
+    base = ROOT / package
+    return {
+        ".".join(p.relative_to(base).with_suffix("").parts): p
+        for p in sorted(base.rglob("*.py"))
+        if p.stem != "__init__"
+    }
+
+
 def import_circles(package: str, late: bool = False) -> list[list[str]]:
-    files = {p.stem: p for p in (ROOT / package).glob("*.py") if p.stem != "__init__"}
-    graph = {m: _module_imports(p, package, late) & files.keys() for m, p in files.items()}
+    files = _modules(package)
+    graph = {m: _module_imports(p, package, files, late) for m, p in files.items()}
     return [sorted(c) for c in _strongly_connected(graph) if len(c) > 1]
 
 

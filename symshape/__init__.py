@@ -44,12 +44,12 @@ else:
         mark_dynamic,
         mark_static,
     )
-    from symshape.jit.api import CacheLimitWarning
-    from symshape.jit.backends import BackendWarning
-    from symshape.jit.cudagraphs import CudaGraphWarning
-    from symshape.jit.explain import Explanation
-    from symshape.jit.splits import SplitLimitWarning
-    from symshape.jit.vjp import VJP, vjp
+    from symshape.jit.backends.compiled import BackendWarning
+    from symshape.jit.backends.cudagraphs import CudaGraphWarning
+    from symshape.jit.frontend.api import CacheLimitWarning
+    from symshape.jit.frontend.explain import Explanation
+    from symshape.jit.frontend.vjp import VJP, vjp
+    from symshape.jit.splits.continuation import SplitLimitWarning
     from symshape.ops import supported_ops
     from symshape.sym import CheckError, DataDependentError, ShapeEnv
     from symshape.trace.check import check

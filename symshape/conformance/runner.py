@@ -69,7 +69,7 @@ import torch.utils._pytree as pytree
 import symshape
 from symshape.autograd import NoGradientRuleError
 from symshape.conformance._opdb import full_name
-from symshape.jit.layouts import dense_order, narrowed_dim
+from symshape.jit.guards.layouts import dense_order, narrowed_dim
 from symshape.ops.fallback import recording as fallback_recording
 from symshape.trace.proxy import contiguous_strides
 

@@ -23,9 +23,9 @@ from symshape.export.program import ExportedProgram
 from symshape.export.signature import DimSig, Signature, SizeSpec, TensorSig
 from symshape.export.spec import ExportSpecError, InputSpec, normalize, policy_for
 from symshape.ir import GeneratorMeta
-from symshape.jit.policy import split_dim
-from symshape.jit.prologue import InputSpecErrorAtTrace
-from symshape.jit.tracer import Traced, trace_call
+from symshape.jit.frontend.policy import split_dim
+from symshape.jit.frontend.tracer import Traced, trace_call
+from symshape.jit.guards.prologue import InputSpecErrorAtTrace
 from symshape.sym import Symbol
 from symshape.trace.construction import ChangesModules
 

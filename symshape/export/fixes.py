@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from symshape.jit.policy import DerivedDim, Dim, split_dim
+from symshape.jit.frontend.policy import DerivedDim, Dim, split_dim
 from symshape.sym import expr as E
 from symshape.sym.expr import FloorDiv, Max, Min, Mod, Mono, Sum, Symbol, lin
 from symshape.sym.logic import And, Or, Rel

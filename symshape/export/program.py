@@ -20,8 +20,8 @@ import torch
 from symshape.autograd import make_function
 from symshape.export.signature import Signature, build_prologue
 from symshape.ir import Trace, compile_source, compile_trace
-from symshape.jit.api import InputSpecError
-from symshape.jit.outputs import unflatten
+from symshape.jit.boundary.outputs import unflatten
+from symshape.jit.frontend.api import InputSpecError
 
 
 class ExportedProgram:

@@ -88,7 +88,7 @@ _OPERATOR_REFS = ("add", "sub", "mul", "truediv", "pow", "mod", "floordiv")
 
 def _refs() -> dict:
     """The IR's own callables that are not registry ops, by (name, source)."""
-    from symshape.jit.tracer import _SIZE
+    from symshape.jit.frontend.tracer import _SIZE
     from symshape.trace.context import operator_ref
 
     refs = {(_SIZE.name, _SIZE.source): _SIZE}

@@ -25,8 +25,8 @@ import torch
 from torch import nn
 
 from symshape.export.serialize import FormatError, check_name
-from symshape.jit.policy import DYNAMIC, STATIC, DerivedDim, Dim, Policy, split_dim
-from symshape.jit.tracer import labels_of
+from symshape.jit.frontend.policy import DYNAMIC, STATIC, DerivedDim, Dim, Policy, split_dim
+from symshape.jit.frontend.tracer import labels_of
 
 
 class ExportSpecError(ValueError):

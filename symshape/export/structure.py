@@ -1,4 +1,4 @@
-"""The structure of a program's outputs (``symshape/jit/outputs.py`` specs) as JSON.
+"""The structure of a program's outputs (``symshape/jit/boundary/outputs.py`` specs) as JSON.
 
 A computation returns flat values; the spec rebuilds the user's structure from
 them. Every kind of spec has a JSON form::

@@ -45,7 +45,7 @@ from symshape.export.fx import _attr_name, _expr
 from symshape.export.signature import root_value
 from symshape.export.torch_symbols import TorchSymbols
 from symshape.ir import ASSERT, CONST, SYM, TensorMeta, Var, iter_vars, map_vars
-from symshape.jit.outputs import unflatten
+from symshape.jit.boundary.outputs import unflatten
 from symshape.sym import expr as E
 
 _SYM_SIZE = torch.ops.aten.sym_size.int

@@ -1,7 +1,7 @@
 """``x.is_leaf``, ``x.grad_fn``, ``x.grad`` and ``x.is_inference()`` read by traced code.
 
 A tensor input of a jit trace answers from the real tensor and the prologue
-checks the answer on every call (``symshape/jit/input_autograd.py``, reached
+checks the answer on every call (``symshape/jit/boundary/input_autograd.py``, reached
 through ``TensorProxy._ss_input``); ``p.grad`` is then the real gradient, an
 input of the trace. A tensor made in the trace answers as eager would: it is
 a leaf unless it needs a gradient, has a ``grad_fn`` exactly then, and no

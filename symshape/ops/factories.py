@@ -44,7 +44,7 @@ _OPTIONS = (*_SIZED, "memory_format")  # empty and *_like also take a memory for
 def _default_device(ctx, options: dict) -> torch.device | None:
     """The device a factory allocates on when ``options`` name none (else None: the
     one named is used): a read of global state, which the trace's prologue checks
-    (jit/tracer.py), as eager would allocate elsewhere after ``torch.set_default_device``
+    (jit/frontend/tracer.py), as eager would allocate elsewhere after ``torch.set_default_device``
     or inside ``with torch.device(...)``."""
     if options.get("device") is not None:
         return None

@@ -10,7 +10,7 @@ only ``_record_function_exit`` accepts.
 
 One label is refused: ``DistributedDataParallel.forward`` prepares the gradient
 all-reduce in Python on every call, which a trace would do once
-(``symshape/jit/ddp.py`` compiles a DDP module the sound way).
+(``symshape/jit/frontend/ddp.py`` compiles a DDP module the sound way).
 """
 
 from __future__ import annotations

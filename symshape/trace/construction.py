@@ -13,7 +13,7 @@ So tracing stops at the first such step, before it happens (``ChangesModules``,
 raised where the step is: a torch call made by an ``nn.Module.__init__`` inside
 the traced code, or a submodule slot set on a watched module). Nothing before
 it changed the caller's state: tensors were proxies and plain attribute writes
-were kept aside. The jit then runs that call eagerly (``jit/api.py``); the
+were kept aside. The jit then runs that call eagerly (``jit/frontend/api.py``); the
 next call sees the tree eager left and is traced as usual.
 """
 

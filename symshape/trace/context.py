@@ -26,6 +26,7 @@ from symshape.sym.source import user_location
 from symshape.trace import pytypes, reads
 from symshape.trace import symfloat as F
 from symshape.trace.errors import RunsEagerly, TracingError
+from symshape.trace.generator import GeneratorProxy
 from symshape.trace.proxy import TensorProxy, contiguous_strides
 from symshape.trace.reads import SplitState
 from symshape.trace.symnode import SymNode
@@ -650,8 +651,6 @@ class TraceContext:
 
     def generator(self, g) -> Var:
         """The Var of a generator the traced function received (a ``GeneratorProxy``)."""
-        from symshape.trace.generator import GeneratorProxy
-
         if type(g) is GeneratorProxy:
             if g._ss_ctx is not self:
                 raise TracingError(

@@ -64,7 +64,7 @@ def eager_call(ctx, func, name: str, args: tuple, kwargs: dict, why: str):
 
 def _standing_for(ctx, i: int, value: EagerResult):
     """Proxies for the tensors of read ``i``'s result: inputs of the continuation,
-    handed over through the frame (``jit/segments.py``)."""
+    handed over through the frame (``jit/splits/segments.py``)."""
     out, made = [], []
     by_label = {i.source: i for i in ctx.env.symbols if i.backed}
     for x in value.leaves:

@@ -3,7 +3,7 @@ comes back to a state it was in before.
 
 ``while x.norm() > 1: x = x / 2`` reads the data once per iteration. Traced from
 the top for each new iteration count, it costs a trace per iteration
-(``jit/splits.py``). But the Python state at the second read and at the third
+(``jit/splits/continuation.py``). But the Python state at the second read and at the third
 is the same up to which traced tensors the variables hold: the same frames, each
 at the same instruction, with equal locals; the same writes made so far into
 modules, globals and the objects the trace tracks. What Python does after a read

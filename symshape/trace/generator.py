@@ -40,18 +40,18 @@ class GeneratorProxy(torch.Generator):
         return self._ss_meta.device
 
     def manual_seed(self, seed):
-        from symshape.trace.mode import route
+        from symshape.trace.mode import route  # late: mode imports construction, which imports us
 
         route(torch.Generator.manual_seed, self, seed)
         return self
 
     def get_state(self):
-        from symshape.trace.mode import route
+        from symshape.trace.mode import route  # late: mode imports construction, which imports us
 
         return route(torch.Generator.get_state, self)
 
     def set_state(self, new_state):
-        from symshape.trace.mode import route
+        from symshape.trace.mode import route  # late: mode imports construction, which imports us
 
         route(torch.Generator.set_state, self, new_state)
         return self

@@ -195,8 +195,6 @@ def _overriding(args: tuple, kwargs: dict | None):
 
 
 def _any_traced(args: tuple, kwargs: dict) -> bool:
-    from symshape.trace.proxy import TensorProxy
-
     return any(isinstance(x, TensorProxy) for x in torch.utils._pytree.tree_leaves((args, kwargs)))
 
 

@@ -4,7 +4,7 @@ A trace of ``model.forward`` depends on more than parameters: ``self.training``
 decides dropout, ``self.eps`` a constant, ``self.config`` a whole object. While
 tracing, each module's class is temporarily swapped for a subclass whose
 ``__getattribute__`` records reads of instance attributes and of names found
-on the class (methods, class constants); ``symshape/jit/state.py`` guards
+on the class (methods, class constants); ``symshape/jit/guards/state.py`` guards
 them. Writes of plain values (``self.window_size = 4``) are reported too and
 kept aside for the tracing thread (other threads never see them); the jit
 makes them after every call the trace serves, as eager would. A symbolic size
@@ -29,6 +29,7 @@ from torch import nn
 
 from symshape.trace.construction import setting_submodule
 from symshape.trace.errors import TracingError
+from symshape.trace.proxy import TensorProxy
 
 _SIMPLE = (type(None), bool, int, float, str, torch.dtype, torch.device)
 _lock = threading.RLock()
@@ -156,8 +157,6 @@ def _concrete(module, name: str, value):
 
 def _storable(v) -> bool:
     """A traced tensor, or a tuple/list/dict of traced tensors and plain values."""
-    from symshape.trace.proxy import TensorProxy
-
     if isinstance(v, TensorProxy):
         return True
     if type(v) in (list, tuple, dict):
@@ -179,8 +178,6 @@ def _holds_traced(v, depth: int = 0) -> bool:
 
 
 def _traced_value(v) -> bool:
-    from symshape.trace.proxy import TensorProxy
-
     return isinstance(v, (TensorProxy, torch.SymInt, torch.SymFloat, torch.SymBool))
 
 

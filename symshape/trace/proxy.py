@@ -104,14 +104,14 @@ class TensorProxy(torch.Tensor):
     @property
     def __class__(self):
         # user code asking x.__class__ sees eager's class (trace/pytypes.py)
-        from symshape.trace import pytypes
+        from symshape.trace import pytypes  # late: pytypes imports this module at load
 
         return pytypes.answer(self, getattr(self, "_ss_pytype", torch.Tensor))
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         from symshape.sym.source import user_location
-        from symshape.trace.context import current
+        from symshape.trace.context import current  # late: context imports this module at load
         from symshape.trace.errors import TracingError
 
         proxies = [a for a in torch.utils._pytree.tree_leaves((args, kwargs)) if type(a) is cls]

@@ -39,6 +39,9 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
+from symshape.trace import modules
+from symshape.trace.proxy import TensorProxy
+
 _real_type = builtins.type
 _ANSWERS: dict[type, Callable[[object], type]] = {}  # real type -> eager type of a value
 # json's pure-Python encoder follows ``isinstance(o, int)`` with ``int.__repr__(o)``:
@@ -153,8 +156,6 @@ def _proxy_type(proxy) -> type:
 def _register_watched() -> None:
     """Modules are watched through a subclass of their class (modules.py):
     to user code, ``type(self)`` is still the class."""
-    from symshape.trace import modules
-
     with modules._lock:
         pairs = list(modules._subclasses.items())
     for base, sub in pairs:
@@ -198,8 +199,6 @@ def python_types(tensors: Iterable = ()):
     proxies of ``tensors`` (prologue items with ``.example`` and ``.proxy``)
     answer as their real tensors."""
     global _active
-    from symshape.trace.proxy import TensorProxy
-
     _ANSWERS.setdefault(TensorProxy, _proxy_type)
     for item in tensors:
         if item.example is not None:

@@ -6,7 +6,7 @@ computation runs. With splitting on (``symshape.jit``'s default), the trace
 records a *mark* there and asks the caller for the value: ``NeedRead`` when it
 does not know it, or the value it was given (``known``) when it does. The jit
 layer runs the trace up to the mark, computes the value, and traces the call
-again with it known (``jit/splits.py``). Without splitting (``fullgraph=True``,
+again with it known (``jit/splits/continuation.py``). Without splitting (``fullgraph=True``,
 export) the read raises ``DataDependentError`` as it always did.
 
 A mark remembers what the rest of the call can still use: the traced tensors

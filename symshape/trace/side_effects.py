@@ -12,7 +12,7 @@ line::
 
 Python's ``random`` is drawn again on every call: the JIT gives each trace a
 ``draw`` callback that makes each draw an input of the trace
-(``jit/draws.py``); without one, a draw warns as ``print`` does.
+(``jit/frontend/draws.py``); without one, a draw warns as ``print`` does.
 
 While any trace is recorded, ``builtins.print`` and the functions of the
 ``random`` module are wrappers; a wrapper acts only on the thread that traces
@@ -67,7 +67,7 @@ def _symbolic(x) -> bool:
 
 class _Trace:
     """One trace being recorded on this thread: what it warned about, and what
-    takes its draws from ``random`` (``jit/draws.py``; None: they warn)."""
+    takes its draws from ``random`` (``jit/frontend/draws.py``; None: they warn)."""
 
     def __init__(self, name: str, draw=None):
         self.name = name

@@ -27,11 +27,10 @@ import torch.utils._pytree as pytree
 from symshape.sym.source import user_location
 from symshape.trace.errors import UnsupportedOpError
 from symshape.trace.patching import Patches
+from symshape.trace.proxy import TensorProxy
 
 
 def _traced(x) -> bool:
-    from symshape.trace.proxy import TensorProxy
-
     return isinstance(x, TensorProxy)
 
 

@@ -9,7 +9,7 @@ from harness import assert_same
 
 import symshape
 from symshape import Dim, InputSpecError
-from symshape.jit.policy import DerivedDim
+from symshape.jit.frontend.policy import DerivedDim
 
 
 def test_affine_arithmetic():

@@ -9,7 +9,7 @@ from harness import assert_same
 
 import symshape
 from symshape import ConstraintViolationError, Dim, InputSpecError
-from symshape.jit.policy import DerivedDim
+from symshape.jit.frontend.policy import DerivedDim
 
 
 def export_fixed(fn, args, ds, rounds: int = 1):

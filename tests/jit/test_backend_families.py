@@ -1,4 +1,4 @@
-"""Shape families of a back end's compiles (jit/backends.py, jit/oblivious.py).
+"""Shape families of a back end's compiles (jit/backends/: compiled.py, oblivious.py).
 
 A compile serves every call its assumptions admit. A size of 1 (or 0) at the
 call that compiles is a constant of that compile, and a family of its own, as
@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import symshape
-from symshape.jit import oblivious
+from symshape.jit.backends import oblivious
 
 
 class Recording:
@@ -87,7 +87,7 @@ def test_view_strides_are_computed_without_guards_while_compiling():
     assert env.guards  # what Inductor's view lowering asks today
     env, (b, t) = _symbols(16, 256)
     args = ([b, t, 128], [384 * t, 384, 1], [b, t, 4, 32])
-    with oblivious.views(), _config.patch(backed_size_oblivious=True):  # as backends.py does
+    with oblivious.views(), _config.patch(backed_size_oblivious=True):  # as compiled.py does
         got = fake_impls._compute_stride(*args)
     assert not env.guards
     assert [str(s) for s in got] == [str(s) for s in want]

@@ -1,4 +1,4 @@
-"""Back ends (jit/backends.py): torch.compile's protocol, Inductor, and the
+"""Back ends (jit/backends/compiled.py): torch.compile's protocol, Inductor, and the
 soundness of what a back end assumes.
 
 Each trace's computation reaches the back end once per shape family, as an
@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 import symshape
-from symshape.jit.backends import BackendWarning
+from symshape.jit.backends.compiled import BackendWarning
 
 
 def _mlp():
@@ -227,7 +227,7 @@ def test_padding_stays_symbolic_in_the_graph():
     """``F.pad`` (transformers' loss pads the labels): PyTorch's fake kernel would
     make the graph specialize every size; decomposed, one graph serves every
     shape, and the decomposition is ``constant_pad_nd``'s values."""
-    from symshape.jit.backends import _constant_pad_nd
+    from symshape.jit.backends.compiled import _constant_pad_nd
 
     graphs = []
 

@@ -1,4 +1,4 @@
-"""Models through ``backend="inductor"`` (jit/backends.py) against eager.
+"""Models through ``backend="inductor"`` (jit/backends/compiled.py) against eager.
 
 The transformer block (benchmarks/workloads.py), GPT-2, BERT and ResNet
 (tests/models/zoo.py: tiny configs, random weights) at six shapes, batch 1
@@ -28,7 +28,7 @@ from benchmarks.workloads import Block
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.filterwarnings("error::symshape.jit.backends.BackendWarning"),
+    pytest.mark.filterwarnings("error::symshape.jit.backends.compiled.BackendWarning"),
 ]
 
 TEXT = [(2, 5), (3, 7), (1, 1), (4, 9), (2, 1), (1, 16)]  # (batch, length)

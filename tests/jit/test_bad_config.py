@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 import symshape
-from symshape.jit.api import CacheLimitWarning
+from symshape.jit.frontend.api import CacheLimitWarning
 
 
 def two(x, y):
@@ -174,7 +174,7 @@ def test_cache_limit_warning_names_the_line_and_warns_once(capsys):
     assert "print(x.shape)" in msg and "test_bad_config.py" in msg
     assert "`x.size(0) == 3` (and 2 more like it) with x.size(0) = 4" in msg
     assert "dynamic=True" not in msg  # it already is
-    assert w[0].filename == __file__  # the caller's line, not symshape/jit/api.py
+    assert w[0].filename == __file__  # the caller's line, not symshape/jit/frontend/api.py
     assert f.stats.eager_calls == 4 and f.stats.compiles == 3
     capsys.readouterr()  # the trace-time prints
 

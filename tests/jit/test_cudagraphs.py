@@ -1,5 +1,5 @@
 """``mode="reduce-overhead"``: each trace replayed as a CUDA graph per call
-signature (jit/cudagraphs.py). On a machine without a GPU the capture itself is
+signature (jit/backends/cudagraphs.py). On a machine without a GPU the capture itself is
 replaced by ``Simulated``, which keeps a graph's semantics: capture runs no
 kernel, a replay runs the recorded function on the memory it was recorded with
 and writes the results into the same output tensors every time. So the
@@ -15,8 +15,8 @@ import torch
 from harness import DEVICE
 
 import symshape
-from symshape.jit import cudagraphs
-from symshape.jit.cudagraphs import CudaGraphWarning
+from symshape.jit.backends import cudagraphs
+from symshape.jit.backends.cudagraphs import CudaGraphWarning
 from tests.models.generative import GEN, text_inputs
 
 

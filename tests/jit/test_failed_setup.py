@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import symshape
-from symshape.jit import tracer
+from symshape.jit.frontend import tracer
 from symshape.trace.patching import Patches
 
 # what a trace replaces while it records (importing torch._dynamo rewraps some of
@@ -103,7 +103,7 @@ def test_a_failure_at_any_replacement_leaves_torch_unpatched(k, monkeypatch):
     assert_torch_is_itself(before)
 
 
-# the contexts a trace enters, in order (jit/tracer.py: _run)
+# the contexts a trace enters, in order (jit/frontend/tracer.py: _run)
 CONTEXTS = [
     "TracingMode",
     "watch",

@@ -7,7 +7,7 @@ import torch
 
 import symshape
 from symshape.ir.codegen import Lazy
-from symshape.jit.prologue import _Globals
+from symshape.jit.guards.prologue import _Globals
 
 
 def test_gc_state_is_restored_after_a_trace():

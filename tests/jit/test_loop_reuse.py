@@ -1,5 +1,5 @@
 """Loops over data: a continuation is reused where Python comes back to a state
-it was in at an earlier read (trace/frame_state.py, jit/splits.py::_loop_back).
+it was in at an earlier read (trace/frame_state.py, jit/splits/continuation.py::_loop_back).
 
 Each program runs against eager at several iteration counts and shapes. Where the
 state repeats, the traces stop growing once the loop has run twice, whatever the

@@ -1,5 +1,5 @@
 """Python's ``random`` inside traced code is drawn on every call, as in eager
-(``symshape/jit/draws.py``): each test runs the same calls in eager and through
+(``symshape/jit/frontend/draws.py``): each test runs the same calls in eager and through
 ``symshape.jit`` from the same seed and compares every result and the random
 module's state after them; where a trace cannot repeat a draw, the function
 runs eagerly with one warning (an error under ``fullgraph=True``)."""

@@ -1,4 +1,4 @@
-"""Traces that split where Python reads tensor data (jit/splits.py).
+"""Traces that split where Python reads tensor data (jit/splits/continuation.py).
 
 Each program is traced at one shape and data pattern, then called with inputs
 whose data take every branch and whose shapes change: results, in-place
@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 import symshape
-from symshape.jit.splits import SplitLimitWarning
+from symshape.jit.splits.continuation import SplitLimitWarning
 
 
 def branch(x):

@@ -1,5 +1,5 @@
 """Writes into the caller's objects: found while tracing, undone, and replayed
-after every call (symshape/jit/writes.py). Each case is traced at one shape and
+after every call (symshape/jit/boundary/writes.py). Each case is traced at one shape and
 run at others against eager, on fresh objects and on one object reused."""
 
 from __future__ import annotations

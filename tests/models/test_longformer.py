@@ -1,6 +1,6 @@
 """Longformer from a tiny config, unchanged: its global-attention check reads a
 bool from the data (``is_index_global_attn.flatten().any().item()``), so the
-trace splits there (jit/splits.py); its chunk counts are 0-d tensors of sizes
+trace splits there (jit/splits/continuation.py); its chunk counts are 0-d tensors of sizes
 (``torch.div(seq_len, w, rounding_mode="trunc")``), kept symbolic."""
 
 import pytest

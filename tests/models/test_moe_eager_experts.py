@@ -3,7 +3,7 @@
 ``MixtralExperts.forward`` (``experts_implementation="eager"``) loops over
 ``expert_hit``, a tensor whose length depends on the routing, and skips the
 padding expert with ``if expert_idx == self.num_experts``: Python reads the
-data at each step, so the trace splits there (jit/splits.py) and a path is
+data at each step, so the trace splits there (jit/splits/continuation.py) and a path is
 traced for each routing pattern met. Four shapes against eager; calling again
 with the same inputs traces nothing.
 """

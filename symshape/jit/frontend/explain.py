@@ -22,7 +22,7 @@ import copy
 import random
 from dataclasses import dataclass, field
 
-from symshape.jit.prologue import UntraceableInput
+from symshape.jit.guards.prologue import UntraceableInput
 from symshape.trace.construction import ChangesModules
 from symshape.trace.errors import RunsEagerly
 
@@ -100,7 +100,7 @@ def explain(jf, args: tuple, kwargs: dict) -> Explanation:
         return out
     policy = copy.deepcopy(jf._policy)
     target = m.forward if m is not None else jf._fn
-    from symshape.jit.api import _leaves
+    from symshape.jit.frontend.api import _leaves
 
     out.dynamic = policy.observe(_leaves(target, args, kwargs))
     return _new(out, jf, policy, args, kwargs)
@@ -120,7 +120,7 @@ def _existing(out: Explanation, k: int, e) -> Explanation:
 
 def _new(out: Explanation, jf, policy, args: tuple, kwargs: dict) -> Explanation:
     """Trace the call as a miss would, and keep nothing."""
-    from symshape.jit.tracer import trace_call
+    from symshape.jit.frontend.tracer import trace_call
 
     m = jf._module
     state = random.getstate()

@@ -30,17 +30,19 @@ import torch.utils._pytree as pytree
 from torch import nn
 
 from symshape.ir.codegen import Lazy
-from symshape.jit import backends, cudagraphs, splits, wrapping
-from symshape.jit.cache_limit import cache_limit_message, user_stacklevel
-from symshape.jit.draws import DrawsEagerly, decision_message, keeping_random, not_drawing
-from symshape.jit.explain import Explanation, explain
-from symshape.jit.globals_guard import modules_read
-from symshape.jit.outputs import unflatten
-from symshape.jit.policy import Dim, Policy, normalize_dims
-from symshape.jit.prologue import InputSpecErrorAtTrace, UntraceableInput
-from symshape.jit.state import _instance_dict, compare_by_identity, is_plain_object
-from symshape.jit.stats import Stats
-from symshape.jit.tracer import TRACE_ONCE, Traced, labels_of, trace_call
+from symshape.jit.backends import compiled, cudagraphs
+from symshape.jit.boundary.outputs import unflatten
+from symshape.jit.frontend import wrapping
+from symshape.jit.frontend.cache_limit import cache_limit_message, user_stacklevel
+from symshape.jit.frontend.draws import DrawsEagerly, decision_message, keeping_random, not_drawing
+from symshape.jit.frontend.explain import Explanation, explain
+from symshape.jit.frontend.policy import Dim, Policy, normalize_dims
+from symshape.jit.frontend.stats import Stats
+from symshape.jit.frontend.tracer import TRACE_ONCE, Traced, labels_of, trace_call
+from symshape.jit.guards.globals_guard import modules_read
+from symshape.jit.guards.prologue import InputSpecErrorAtTrace, UntraceableInput
+from symshape.jit.guards.state import _instance_dict, compare_by_identity, is_plain_object
+from symshape.jit.splits import continuation
 from symshape.sym import DataDependentError
 from symshape.sym.source import is_stdlib_file, is_user_file
 from symshape.trace.construction import ChangesModules
@@ -263,7 +265,7 @@ def _raised_by_user_code(e: Exception) -> bool:
     return not (callers and callers[-1].startswith(_PACKAGE))
 
 
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 
 
 class JitFunction:
@@ -306,16 +308,16 @@ class JitFunction:
 
     def _wrapper(self, backend, mode, graph_limit: int, name: str):
         """What each compiled trace is wrapped in (None: nothing): its back end's
-        compile (backends.py), then CUDA graphs of the forward (cudagraphs.py)."""
+        compile (backends/compiled.py), then CUDA graphs of the forward (cudagraphs.py)."""
         graphed = cudagraphs.validate_mode(mode, backend)
-        be = backends.resolve("eager" if backend == "cudagraphs" else backend)
+        be = compiled.resolve("eager" if backend == "cudagraphs" else backend)
         graphs = cudagraphs.Graphs(name, self, graph_limit) if graphed else None
         if be is None and graphs is None:
             return None
 
         def wrap(trace, run, boxed):
             if be is not None:
-                run = backends.wrap(trace, run, be, self.__name__, self, boxed)
+                run = compiled.wrap(trace, run, be, self.__name__, self, boxed)
             return run if graphs is None or boxed else graphs.wrap(trace, run)
 
         return wrap
@@ -343,7 +345,7 @@ class JitFunction:
             if type(r) is tuple:
                 self.stats.cache_hits += 1
                 if e.split is not None:
-                    return splits.run(self, e, r, m, args, kwargs)
+                    return continuation.run(self, e, r, m, args, kwargs)
                 out = e.run(*r)
                 if e.replay is not None:
                     out = e.replay(out, m, args, kwargs)
@@ -370,14 +372,7 @@ class JitFunction:
             if sum(e.root for e in self._entries) >= self._limit:
                 return self._eager(args, kwargs, reasons)
             if self._entries:
-                # the entry whose inputs matched in kind and only a guard refused
-                # explains the most; else the newest entry's mismatch (an older entry's
-                # state mismatch, such as a prefill trace's, says little about this call)
-                guard = [w for k, w in reasons if k == "guard"]
-                why = guard[0] if guard else reasons[0][1] if reasons else "no entry"
-                reason = why + (f" ({'; '.join(notes)})" if notes else "")
-                self.stats.recompile_reasons.append(reason)
-                log.info("symshape: recompiling %s: %s", self.__name__, reason)
+                self._note_recompile(reasons, notes)
             if self._draws_eagerly is not None:
                 return self._untraceable(self._draws_eagerly, args, kwargs)
             lazy = _uninitialized(m, args, kwargs, self._fn)
@@ -411,17 +406,7 @@ class JitFunction:
             entry = TraceEntry(traced)
             entry._stats = self.stats
             self._entries = (entry, *self._entries)
-            log.info(
-                "symshape: traced %s in %.1f ms: %d nodes, %d guards",
-                self.__name__,
-                traced.seconds * 1e3,
-                len(traced.computation),
-                len(traced.guards),
-            )
-            if log.isEnabledFor(logging.DEBUG):
-                split = ", ".join(f"{k} {v:.1f} ms" for k, v in traced.phase_ms.items())
-                log.debug("symshape: %s compile phases: %s", self.__name__, split)
-                log.debug("prologue:\n%s\ncomputation:\n%s", traced.prologue, traced.computation)
+            self._log_traced(traced)
         r = entry.first_inputs(m, args, kwargs)
         if type(r) is not tuple:
             kind, why = entry.explain(m, args, kwargs)
@@ -429,11 +414,38 @@ class JitFunction:
                 f"symshape bug: a fresh trace rejects the inputs it was traced from: {why}"
             )
         if entry.split is not None:
-            return splits.run(self, entry, r, m, args, kwargs, fresh=True)
+            return continuation.run(self, entry, r, m, args, kwargs, fresh=True)
         out = entry.run(*r)
         if entry.replay is not None:
             return entry.replay(out, m, args, kwargs)
         return out if entry.spec is None else unflatten(out, entry.spec)
+
+    def _note_recompile(self, reasons: list, notes: list) -> None:
+        """Record (and log) why a call that no entry accepts traces again:
+        ``reasons``, each entry's ``(kind, why)``; ``notes``, the dimensions the
+        policy just made dynamic."""
+        # the entry whose inputs matched in kind and only a guard refused
+        # explains the most; else the newest entry's mismatch (an older entry's
+        # state mismatch, such as a prefill trace's, says little about this call)
+        guard = [w for k, w in reasons if k == "guard"]
+        why = guard[0] if guard else reasons[0][1] if reasons else "no entry"
+        reason = why + (f" ({'; '.join(notes)})" if notes else "")
+        self.stats.recompile_reasons.append(reason)
+        log.info("symshape: recompiling %s: %s", self.__name__, reason)
+
+    def _log_traced(self, traced: Traced) -> None:
+        """Log a new trace: its time and size (and, at DEBUG, its phases and code)."""
+        log.info(
+            "symshape: traced %s in %.1f ms: %d nodes, %d guards",
+            self.__name__,
+            traced.seconds * 1e3,
+            len(traced.computation),
+            len(traced.guards),
+        )
+        if log.isEnabledFor(logging.DEBUG):
+            split = ", ".join(f"{k} {v:.1f} ms" for k, v in traced.phase_ms.items())
+            log.debug("symshape: %s compile phases: %s", self.__name__, split)
+            log.debug("prologue:\n%s\ncomputation:\n%s", traced.prologue, traced.computation)
 
     def _trace(self, m, args, kwargs, known) -> Traced:
         """Trace this call (``known``: the values of its first reads of tensor data, or
@@ -571,8 +583,8 @@ class JitFunction:
 
     def split_tree(self) -> str:
         """Where the traces split at reads of tensor data, and the values each path
-        was traced for: one line per path, its reads in order (``splits.py``)."""
-        return splits.tree(self.traces())
+        was traced for: one line per path, its reads in order (``splits/continuation.py``)."""
+        return continuation.tree(self.traces())
 
     def reset(self) -> None:
         """Forget every trace and dynamism decision."""
@@ -854,17 +866,17 @@ def jit(
     ``fullgraph``: False (the default): where Python reads tensor data (``if
     x.sum() > 0``, ``int(t)``, ``t.tolist()``) the trace splits: the part before
     runs, the value is read, and the rest is traced for that value
-    (``jit/splits.py``). True: such a read raises ``DataDependentError`` (one
+    (``jit/splits/continuation.py``). True: such a read raises ``DataDependentError`` (one
     trace for the whole call, as ``torch.compile(fullgraph=True)``).
     ``split_limit``: values traced at one read before calls that read another
     value there run eagerly.
     ``backend``: what runs a trace: ``"eager"`` (its Python, op by op on eager
     kernels), ``"inductor"``, or any torch.compile back end (a name, or a
     callable ``backend(gm, example_inputs) -> callable``), compiled once per
-    shape family with its assumptions checked on every call (``jit/backends.py``).
+    shape family with its assumptions checked on every call (``jit/backends/compiled.py``).
     ``mode``: ``"reduce-overhead"`` replays each trace as a CUDA graph per call
     signature, on eager kernels or the back end's (``backend="cudagraphs"`` says
-    the same); at most ``graph_limit`` graphs (``jit/cudagraphs.py``).
+    the same); at most ``graph_limit`` graphs (``jit/backends/cudagraphs.py``).
     ``options``: torch.compile's back-end options have no meaning here; refused with
     what exists.
     """
@@ -886,7 +898,7 @@ def jit(
     fn = _unwrap(fn)  # jit(jit(f)): f, with these options
     wrapping.check_traceable(fn, name or getattr(fn, "__name__", type(fn).__name__))
     if isinstance(fn, nn.Module):
-        from symshape.jit.ddp import is_ddp, jit_ddp
+        from symshape.jit.frontend.ddp import is_ddp, jit_ddp
 
         if is_ddp(fn):  # DDP's forward runs each call; its module is compiled
             return jit_ddp(fn, name, **options)

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 from torch import nn
 
-from symshape.jit.api import JitFunction, JitModule, _tracing
+from symshape.jit.frontend.api import JitFunction, JitModule, _tracing
 
 _swap_lock = threading.RLock()
 

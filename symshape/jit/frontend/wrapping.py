@@ -220,7 +220,7 @@ def delegate(jm, name: str, method, forward_jit):
 
 def _user_compiled(mod: nn.Module) -> bool:
     """Did the user set a compiled forward on the module (``model.forward = jit(...)``)?"""
-    from symshape.jit.api import JitFunction
+    from symshape.jit.frontend.api import JitFunction
 
     with _lock:
         if id(mod) in _installed:
@@ -238,7 +238,7 @@ def _lookup(module: str, qualname: str):
 
 def _unwrap(obj):
     """A jit function's underlying function, looked up by name when loaded."""
-    from symshape.jit.api import JitFunction
+    from symshape.jit.frontend.api import JitFunction
 
     return obj._fn if isinstance(obj, JitFunction) else obj
 

@@ -34,17 +34,18 @@ from symshape.ir import (
 from symshape.ir.codegen import Deferred
 from symshape.ir.passes import Storages, has_effect
 from symshape.ir.printer import fmt
-from symshape.jit import generators, outputs, segments
-from symshape.jit.draws import Draws, DrawsEagerly, first_source
-from symshape.jit.globals_guard import (
+from symshape.jit.boundary import generators, outputs
+from symshape.jit.boundary.writes import Replay, Swapped, resolver, restore, shallow
+from symshape.jit.frontend.draws import Draws, DrawsEagerly, first_source
+from symshape.jit.guards.globals_guard import (
     GlobalsGuard,
     GlobalWrites,
     cell_contents,
     hook_functions,
     users_function,
 )
-from symshape.jit.prologue import Builder, Prologue
-from symshape.jit.state import (
+from symshape.jit.guards.prologue import Builder, Prologue
+from symshape.jit.guards.state import (
     SKIPPED,
     ObjectGuard,
     default_device_guard,
@@ -53,7 +54,7 @@ from symshape.jit.state import (
     is_plain_object,
     snapshot,
 )
-from symshape.jit.writes import Replay, Swapped, resolver, restore, shallow
+from symshape.jit.splits import segments
 from symshape.ops import grad_mode, lookup
 from symshape.sym import expr as E
 from symshape.sym.errors import SymbolicError
@@ -150,7 +151,7 @@ def trace_call(
     ``known``: None, a read of tensor data raises ``DataDependentError``; else the
     trace splits at each read (``trace/reads.py``), the first ``len(known)`` of
     which take these values. ``backend``: None, or ``backend(trace, run, boxed)``
-    returning what runs a compiled trace (``jit/backends.py``)."""
+    returning what runs a compiled trace (``jit/backends/compiled.py``)."""
     # a trace allocates many small objects and frees few: the cyclic collector's
     # passes over them (dozens in a large model's trace) find nothing to collect
     collecting = gc.isenabled()

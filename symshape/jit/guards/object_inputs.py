@@ -14,7 +14,7 @@ import functools
 import torch
 from torch import nn
 
-from symshape.jit.state import _instance_dict, _slots, is_plain_object
+from symshape.jit.guards.state import _instance_dict, _slots, is_plain_object
 
 
 class ObjectInputs:

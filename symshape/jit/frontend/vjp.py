@@ -44,7 +44,7 @@ class VJP:
 
 def vjp(fn, *args, dynamic: bool = True, **kwargs) -> VJP:
     """Trace ``fn(*args, **kwargs)`` with gradients; see the module docstring."""
-    from symshape.jit.api import jit
+    from symshape.jit.frontend.api import jit
 
     wants = [
         a

@@ -25,7 +25,7 @@ import warnings
 
 import torch
 
-from symshape.jit.outputs import unflatten
+from symshape.jit.boundary.outputs import unflatten
 from symshape.trace.errors import TracingError, unsupported_form
 from symshape.trace.reads import EagerResult, key, show
 
@@ -167,18 +167,9 @@ def _continue(jf, entry, j: int, value, m, args, kwargs, frame, made=()):
     the tensors an op run eagerly returned, added to ``frame`` under the names of
     the path taken."""
     path = entry.split
-    k = key(value)
-    for e in jf._entries:
-        p = e.split
-        if p is None or len(p.values) <= j or p.keys[j] != k or not _same_point(p, path, j):
-            continue
-        named = dict(zip(p.results[j], made))
-        if any(n not in frame and n not in named for n in p.segments[j + 1].frame_in):
-            continue
-        r = e.check(m, args, kwargs) if m is not None else e.check(args, kwargs)
-        if type(r) is tuple:
-            frame.update(named)
-            return e, r, False
+    found = _entry_going_on(jf, path, j, key(value), m, args, kwargs, frame, made)
+    if found is not None:
+        return found
     read = path.segments[j].read
     seen = {
         p.keys[j]
@@ -190,33 +181,66 @@ def _continue(jf, entry, j: int, value, m, args, kwargs, frame, made=()):
     if len(seen) >= limit or j >= limit * 4:
         # an op that ran eagerly may have changed something too
         pure = not any(s.effects or (s.read and s.read.eager) for s in path.segments[: j + 1])
-        where = read.describe()
         if id(read.where) not in jf._split_warned:
             jf._split_warned.add(id(read.where))
-            what = "runs eagerly" if pure else "is traced for that call alone"
-            if len(seen) >= limit:
-                count = f"has taken {len(seen)} values (split_limit={limit})"
-                again = "reads another value there"
-            else:  # a loop over data: one more read in the same call
-                count = (
-                    f"was read {j + 1} times in one call (a path traces at most "
-                    f"4 * split_limit = {4 * limit} reads)"
-                )
-                again = "reads it more often"
-            msg = (
-                f"symshape.jit({jf.__name__}): {where} {count}; a call that {again} {what}. "
-                "Fix: keep the value in a tensor (torch.where) instead of deciding on it in "
-                "Python, or raise split_limit."
-            )
-            if read.where is not None:  # at the user's line, whatever called the function
-                w = read.where
-                warnings.warn_explicit(msg, SplitLimitWarning, w.filename, w.lineno)
-            else:
-                warnings.warn(msg, SplitLimitWarning, stacklevel=4)
-            log.info(msg, extra=_RECOMPILES)  # the warning is the printed copy
+            _warn_split_limit(jf, read, j, len(seen), pure)
         if pure:
             return None
         keep = False
+    return _trace_continuation(jf, entry, j, value, m, args, kwargs, frame, made, keep)
+
+
+def _entry_going_on(jf, path, j: int, k, m, args, kwargs, frame: dict, made) -> tuple | None:
+    """An entry already traced whose path reaches the same read and goes on for the
+    value of key ``k``, and whose prologue accepts the call: ``(entry, its inputs,
+    False)``, the frame given the names that path takes ``made`` by."""
+    for e in jf._entries:
+        p = e.split
+        if p is None or len(p.values) <= j or p.keys[j] != k or not _same_point(p, path, j):
+            continue
+        named = dict(zip(p.results[j], made))
+        if any(n not in frame and n not in named for n in p.segments[j + 1].frame_in):
+            continue
+        r = e.check(m, args, kwargs) if m is not None else e.check(args, kwargs)
+        if type(r) is tuple:
+            frame.update(named)
+            return e, r, False
+    return None
+
+
+def _warn_split_limit(jf, read, j: int, seen: int, pure: bool) -> None:
+    """The ``SplitLimitWarning`` for ``read`` (once per read), at the user's line:
+    ``seen`` values taken there, or read ``j + 1`` times in one call."""
+    limit = jf._split_limit
+    where = read.describe()
+    what = "runs eagerly" if pure else "is traced for that call alone"
+    if seen >= limit:
+        count = f"has taken {seen} values (split_limit={limit})"
+        again = "reads another value there"
+    else:  # a loop over data: one more read in the same call
+        count = (
+            f"was read {j + 1} times in one call (a path traces at most "
+            f"4 * split_limit = {4 * limit} reads)"
+        )
+        again = "reads it more often"
+    msg = (
+        f"symshape.jit({jf.__name__}): {where} {count}; a call that {again} {what}. "
+        "Fix: keep the value in a tensor (torch.where) instead of deciding on it in "
+        "Python, or raise split_limit."
+    )
+    if read.where is not None:  # at the user's line, whatever called the function
+        w = read.where
+        warnings.warn_explicit(msg, SplitLimitWarning, w.filename, w.lineno)
+    else:  # the caller of run: this function, _continue and run are below it
+        warnings.warn(msg, SplitLimitWarning, stacklevel=5)
+    log.info(msg, extra=_RECOMPILES)  # the warning is the printed copy
+
+
+def _trace_continuation(jf, entry, j: int, value, m, args, kwargs, frame, made, keep: bool):
+    """Trace the call again with the values read so far and ``value`` at read ``j``:
+    the new entry (kept unless ``keep`` is False), its prologue's inputs, True."""
+    path = entry.split
+    read = path.segments[j].read
     reason = read.reason(value)
     jf.stats.recompile_reasons.append(reason)
     log.info("symshape: %s: %s", jf.__name__, reason, extra=_RECOMPILES)

@@ -25,12 +25,12 @@ class Stats:
     eager_calls: int = 0
     recompile_reasons: list = field(default_factory=list)
     trace_seconds: float = 0.0
-    # where Python read tensor data (splits.py): the reads in the traces made, their
+    # where Python read tensor data (splits/continuation.py): the reads in the traces made, their
     # segments, and the traces made for a new value at a read (continuations)
     splits: int = 0
     segments: int = 0
     continuations: int = 0
-    # a back end other than "eager" (backends.py): its compiles, their seconds, and
+    # a back end other than "eager" (backends/compiled.py): its compiles, their seconds, and
     # those split into "make_fx", "backend" and "guards" in milliseconds
     backend_compiles: int = 0
     backend_seconds: float = 0.0

@@ -149,7 +149,7 @@ def _attributes(x) -> list:
 
 def _rebuildable(x) -> bool:
     """A plain Python object (its class written in Python, its state in attributes)."""
-    from symshape.jit.state import is_plain_object
+    from symshape.jit.guards.state import is_plain_object
 
     return is_plain_object(x) and not isinstance(x, type)
 

@@ -65,7 +65,7 @@ from collections.abc import Callable
 import torch
 
 from symshape.ir import TensorMeta, Trace, Var
-from symshape.jit import oblivious as oblivious_layouts
+from symshape.jit.backends import oblivious as oblivious_layouts
 from symshape.sym import expr as E
 
 log = logging.getLogger("symshape")

@@ -22,8 +22,8 @@ from __future__ import annotations
 import collections
 from dataclasses import dataclass
 
-from symshape.jit.outputs import unflatten
-from symshape.jit.state import _instance_dict, _slots
+from symshape.jit.boundary.outputs import unflatten
+from symshape.jit.guards.state import _instance_dict, _slots
 
 _MISSING = object()
 

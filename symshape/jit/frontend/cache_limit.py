@@ -22,7 +22,7 @@ from collections import Counter
 
 from symshape.sym.source import is_user_file
 
-_JIT_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_JIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _MODULE_CALL = os.path.join("torch", "nn", "modules", "module.py")
 
 

@@ -33,12 +33,12 @@ from torch.utils.hooks import RemovableHandle
 
 from symshape.ir import TensorMeta, Var, fmt
 from symshape.ir.printer import RESERVED
-from symshape.jit.generators import generator_input
-from symshape.jit.input_autograd import InputAutograd
-from symshape.jit.layouts import dense_order, narrowed_dim, permuted_strides
-from symshape.jit.object_inputs import ObjectInputs, holds_tensors
-from symshape.jit.policy import DYNAMIC, STATIC, DerivedDim, Dim, split_dim
-from symshape.jit.state import (
+from symshape.jit.boundary.generators import generator_input
+from symshape.jit.boundary.input_autograd import InputAutograd
+from symshape.jit.frontend.policy import DYNAMIC, STATIC, DerivedDim, Dim, split_dim
+from symshape.jit.guards.layouts import dense_order, narrowed_dim, permuted_strides
+from symshape.jit.guards.object_inputs import ObjectInputs, holds_tensors
+from symshape.jit.guards.state import (
     ClassGuard,
     HookGuard,
     Ident,
@@ -235,33 +235,8 @@ class Builder(ObjectInputs):
             return value
         if t is int:
             return self._int(value, src, label, out)
-        if t is float and self.policy.float_dynamic(label):
-            from symshape.trace.symfloat import Opaque
-
-            self.leaves.append((label, value))
-            name = self.ctx.reserve(f"f_{_identifier(label)}")
-            self.fail(
-                f"type({src}) is not float",
-                f"{label} is a float",
-                f"type({src}).__name__",
-                into=out,
-            )
-            out.append(f"{name} = {src}")
-            var = Var(name, "float")
-            self.float_inputs.append(var)
-            self.values[id(var)] = value
-            self.ctx.float_labels[id(var)] = label
-            return self.ctx.symfloat(Opaque(var, label, is_input=True))
         if t is float:
-            self.leaves.append((label, value))
-            cond = f"type({src}) is not float or " + (
-                f"{src} == {src}" if value != value else f"{src} != {fmt(value)}"  # inf
-            )
-            if value == 0:  # -0.0 == 0.0: only the sign tells them apart
-                sign = self.const(math.copysign, "_copysign")
-                cond += f" or {sign}(1.0, {src}) != {math.copysign(1.0, value)}"
-            self.fail(cond, f"{label} == {value!r}", src, into=out)
-            return value
+            return self._float(value, src, label, out)
         if t is str:
             self.fail(
                 f"type({src}) is not str or {src} != {value!r}",
@@ -280,26 +255,7 @@ class Builder(ObjectInputs):
             )
             return value
         if t in (tuple, list) or (isinstance(value, tuple) and hasattr(value, "_fields")):
-            loc = self.local(f"_{label}")
-            out.append(f"{loc} = {src}")
-            tn = self.const(t, "_T")
-            self.globals["_described"] = described
-            self.fail(
-                f"type({loc}) is not {tn} or len({loc}) != {len(value)}",
-                f"{label} is a {t.__name__} of length {len(value)}",
-                f"_described({loc})",
-                into=out,
-            )
-            if t is list:
-                self.tracked[id(value)] = (value, path)
-            items = [
-                self.walk(v, f"{loc}[{i}]", f"{label}[{i}]", out, path=f"{path}[{i}]")
-                for i, v in enumerate(value)
-            ]
-            if t is list:
-                self._swap(value, "item", items)
-                return value
-            return t(*items) if hasattr(value, "_fields") else t(items)
+            return self._sequence(value, src, label, out, path)
         if t is dict:
             return self._dict(value, src, label, out, path)
         if isinstance(value, (torch.dtype, torch.device, torch.memory_format, torch.layout)):
@@ -315,26 +271,7 @@ class Builder(ObjectInputs):
         if t is functools.partial:
             return self._partial(value, src, label, out, path)
         if is_plain_object(value) or t in (set, frozenset):  # checked by type and state
-            inner: list = []  # the fetches of its tensors and ints, after its guard
-            holes: set = set()
-            if t not in (set, frozenset):
-                # its containers are watched for writes; if it holds tensors, it is
-                # flattened: its tensors and ints are inputs of their own
-                self._contents(value, src, label, path, inner, set(), holes, holds_tensors(value))
-            og = ObjectGuard(value, label, holes=holes)
-            self.objects.append((og, value))
-            g = self.const(og, "_state")
-            self.fail(
-                f"not {g}({src})",
-                f"{label} is as when traced",
-                f"{g}.why({src})",
-                kind="state",
-                into=out,
-            )
-            if t not in (set, frozenset):
-                self._modules_in(value, src, label, out, 0, path)
-            out.extend(inner)
-            return value
+            return self._object(value, src, label, out, path)
         # Anything else is a constant of the trace, recognized by identity.
         self.globals["_described"] = described
         self.fail(
@@ -343,6 +280,86 @@ class Builder(ObjectInputs):
             f"_described({src})",
             into=out,
         )
+        return value
+
+    def _float(self, value: float, src: str, label: str, out: list):
+        """A float argument: an input of the trace when the policy makes it dynamic
+        (a SymFloat over it), else a constant checked by value (and sign, for 0.0)."""
+        self.leaves.append((label, value))
+        if self.policy.float_dynamic(label):
+            from symshape.trace.symfloat import Opaque
+
+            name = self.ctx.reserve(f"f_{_identifier(label)}")
+            self.fail(
+                f"type({src}) is not float",
+                f"{label} is a float",
+                f"type({src}).__name__",
+                into=out,
+            )
+            out.append(f"{name} = {src}")
+            var = Var(name, "float")
+            self.float_inputs.append(var)
+            self.values[id(var)] = value
+            self.ctx.float_labels[id(var)] = label
+            return self.ctx.symfloat(Opaque(var, label, is_input=True))
+        cond = f"type({src}) is not float or " + (
+            f"{src} == {src}" if value != value else f"{src} != {fmt(value)}"  # inf
+        )
+        if value == 0:  # -0.0 == 0.0: only the sign tells them apart
+            sign = self.const(math.copysign, "_copysign")
+            cond += f" or {sign}(1.0, {src}) != {math.copysign(1.0, value)}"
+        self.fail(cond, f"{label} == {value!r}", src, into=out)
+        return value
+
+    def _sequence(self, value, src: str, label: str, out: list, path: str):
+        """A tuple, list or namedtuple: its type and length checked, its items walked.
+        A list is handed to the function as itself (its writes are replayed)."""
+        t = type(value)
+        loc = self.local(f"_{label}")
+        out.append(f"{loc} = {src}")
+        tn = self.const(t, "_T")
+        self.globals["_described"] = described
+        self.fail(
+            f"type({loc}) is not {tn} or len({loc}) != {len(value)}",
+            f"{label} is a {t.__name__} of length {len(value)}",
+            f"_described({loc})",
+            into=out,
+        )
+        if t is list:
+            self.tracked[id(value)] = (value, path)
+        items = [
+            self.walk(v, f"{loc}[{i}]", f"{label}[{i}]", out, path=f"{path}[{i}]")
+            for i, v in enumerate(value)
+        ]
+        if t is list:
+            self._swap(value, "item", items)
+            return value
+        return t(*items) if hasattr(value, "_fields") else t(items)
+
+    def _object(self, value, src: str, label: str, out: list, path: str):
+        """A plain Python object (or a set): checked by type and state, its containers
+        watched for writes; one that holds tensors is flattened, its tensors and ints
+        inputs of their own (fetched after its guard)."""
+        t = type(value)
+        inner: list = []  # the fetches of its tensors and ints, after its guard
+        holes: set = set()
+        if t not in (set, frozenset):
+            # its containers are watched for writes; if it holds tensors, it is
+            # flattened: its tensors and ints are inputs of their own
+            self._contents(value, src, label, path, inner, set(), holes, holds_tensors(value))
+        og = ObjectGuard(value, label, holes=holes)
+        self.objects.append((og, value))
+        g = self.const(og, "_state")
+        self.fail(
+            f"not {g}({src})",
+            f"{label} is as when traced",
+            f"{g}.why({src})",
+            kind="state",
+            into=out,
+        )
+        if t not in (set, frozenset):
+            self._modules_in(value, src, label, out, 0, path)
+        out.extend(inner)
         return value
 
     def _dict(self, value: dict, src: str, label: str, out: list, path: str) -> dict:
@@ -674,6 +691,30 @@ class Builder(ObjectInputs):
         Python state (attributes read, submodule names, no instance attribute
         shadowing what was found on the class), then the used tensors' fetches,
         then checks of the objects, classes and hooks the trace read."""
+        guards, objects, classes = self._module_guards(attr_reads, class_reads)
+        mods = list(self.module_of.values())
+        read = []  # (ObjectGuard, value, where) of objects read off modules
+        for value, where in objects.values():
+            guard = (read_objects or {}).get(id(value)) or ObjectGuard(value, where)
+            guard.label = where
+            read.append((guard, value, where))
+        if mods:
+            tree, roots = self._emit_tree(mods, classes, read, modules_read)
+        self._emit_module_states(guards)
+        self._emit_used_fetches(used)
+        self._emit_read_checks(read, classes)
+        if mods:  # every module checked on the slow path: remember what was found
+            locs = ", ".join(self.module_locals[mid][0] for mid in self.module_of)
+            rooted = f"; {tree}.rooted(({roots}))" if roots else ""
+            self.lines.append(f"if not _fast: {tree}.refresh({locs}){rooted}")
+        if self.module_of:
+            self._emit_hooks()
+
+    def _module_guards(self, attr_reads: list, class_reads: list) -> tuple:
+        """A ModuleGuard for every module walked, with the attributes the trace read
+        off it (an object read there guarded apart: ``objects``, ``id -> (value,
+        where)``) and the class attributes an instance one must not shadow; a
+        ClassGuard for every class those were found on."""
         guards: dict[int, ModuleGuard] = {}
         for mid, (_, _, label, _) in self.module_locals.items():
             guards[mid] = ModuleGuard(label)
@@ -696,27 +737,27 @@ class Builder(ObjectInputs):
             g.shadow.add(attr)
             if owner not in classes:
                 classes[owner] = ClassGuard(owner)
-        mods = list(self.module_of.values())
-        read = []  # (ObjectGuard, value, where) of objects read off modules
-        for value, where in objects.values():
-            guard = (read_objects or {}).get(id(value)) or ObjectGuard(value, where)
-            guard.label = where
-            read.append((guard, value, where))
-        if mods:
-            tree_guard = TreeGuard(
-                mods,
-                list(classes.values()),
-                [g for g, _, _ in read],
-                modules_read,
-            )
-            tree = self.const(tree_guard, "_tree")
-            self.tree = tree_guard
-            # the modules passed in must be the ones whose dicts the tree last checked
-            roots = "".join(f"{src}, " for src, _ in self.root_srcs)
-            tree_guard.rooted(tuple(r for _, r in self.root_srcs))
-            self.lines.append(
-                f"_fast = {tree}.fast(({roots}))" if roots else f"_fast = {tree}.fast()"
-            )
+        return guards, objects, classes
+
+    def _emit_tree(self, mods: list, classes: dict, read: list, modules_read) -> tuple:
+        """The TreeGuard over the modules walked, and the line that asks its fast path
+        (``_fast``); returns its constant's name and the sources of the roots."""
+        tree_guard = TreeGuard(
+            mods,
+            list(classes.values()),
+            [g for g, _, _ in read],
+            modules_read,
+        )
+        tree = self.const(tree_guard, "_tree")
+        self.tree = tree_guard
+        # the modules passed in must be the ones whose dicts the tree last checked
+        roots = "".join(f"{src}, " for src, _ in self.root_srcs)
+        tree_guard.rooted(tuple(r for _, r in self.root_srcs))
+        self.lines.append(f"_fast = {tree}.fast(({roots}))" if roots else f"_fast = {tree}.fast()")
+        return tree, roots
+
+    def _emit_module_states(self, guards: dict) -> None:
+        """Each module's fetch, then the check of its Python state (slow path only)."""
         for mid, mod in self.module_of.items():
             loc, mlines, label, _ = self.module_locals[mid]
             g = guards[mid]
@@ -730,6 +771,10 @@ class Builder(ObjectInputs):
                 into=mlines,
             )
             self.lines.extend(mlines)
+
+    def _emit_used_fetches(self, used: set) -> None:
+        """The fetches of the module tensors the computation uses, and the checks
+        that tied ones are still the same tensor."""
         for d in self.deferred:
             if id(d.proxy._ss_var) in used:
                 self.lines.extend(d.fetch)
@@ -738,6 +783,9 @@ class Builder(ObjectInputs):
                 self.fail(
                     f"{src_t} is not {other}", f"{label} is the same tensor as {other} (tied)", None
                 )
+
+    def _emit_read_checks(self, read: list, classes: dict) -> None:
+        """The checks of the objects read off modules and of the classes read."""
         for guard, _value, where in read:
             og = self.const(guard, "_state")
             skip = "" if guard.lists else "not _fast and "  # a list has no version tag
@@ -757,24 +805,22 @@ class Builder(ObjectInputs):
                 f"{c}.why()",
                 kind="state",
             )
-        if mods:  # every module checked on the slow path: remember what was found
-            locs = ", ".join(self.module_locals[mid][0] for mid in self.module_of)
-            rooted = f"; {tree}.rooted(({roots}))" if roots else ""
-            self.lines.append(f"if not _fast: {tree}.refresh({locs}){rooted}")
-        if self.module_of:
-            dicts = hook_dicts("", None)
-            for mid, (_, _, label, _) in self.module_locals.items():
-                dicts += hook_dicts(label, self.module_of[mid])
-            h = self.const(HookGuard(dicts), "_hooks")
-            rh = self.const(RemovableHandle, "_Handle")
-            # a hook registered anywhere takes a new handle id: only then, or when a hook
-            # traced may have been removed, are the hook dicts compared
-            self.fail(
-                f"({rh}.next_id != {h}.next_id or {h}.full) and not {h}()",
-                "the module hooks are those traced",
-                f"{h}.why()",
-                kind="state",
-            )
+
+    def _emit_hooks(self) -> None:
+        """The check that the module hooks (global and per module) are those traced."""
+        dicts = hook_dicts("", None)
+        for mid, (_, _, label, _) in self.module_locals.items():
+            dicts += hook_dicts(label, self.module_of[mid])
+        h = self.const(HookGuard(dicts), "_hooks")
+        rh = self.const(RemovableHandle, "_Handle")
+        # a hook registered anywhere takes a new handle id: only then, or when a hook
+        # traced may have been removed, are the hook dicts compared
+        self.fail(
+            f"({rh}.next_id != {h}.next_id or {h}.full) and not {h}()",
+            "the module hooks are those traced",
+            f"{h}.why()",
+            kind="state",
+        )
 
     def emit_tensor_checks(self, used: set, constants: dict) -> None:
         """One TensorGuards check for every tensor the prologue fetched, then the

@@ -44,7 +44,7 @@ import torch
 
 from symshape.ir import TensorMeta, Trace
 from symshape.ir.passes import Storages
-from symshape.jit.cache_limit import user_stacklevel
+from symshape.jit.frontend.cache_limit import user_stacklevel
 
 log = logging.getLogger("symshape")
 

@@ -10,7 +10,8 @@ import types
 from torch import nn
 from torch._C._dynamo.guards import dict_version
 
-from symshape.jit.state import (
+from symshape.jit.boundary.writes import changes, restore, shallow
+from symshape.jit.guards.state import (
     _MISSING,
     HOOK_DICTS,
     ObjectGuard,
@@ -19,7 +20,6 @@ from symshape.jit.state import (
     is_plain_object,
     snapshot,
 )
-from symshape.jit.writes import changes, restore, shallow
 from symshape.sym.source import is_user_file
 
 

@@ -16,7 +16,7 @@ attempt stopped there, ``pending``) ends with that read's segment.
 Paths traced for other values of the same reads share their first segments
 node for node (tracing is deterministic): ``sig`` identifies a path up to the
 end of a segment, so a call can leave one path at a read and go on in another
-(``splits.py``). Each segment is its own ``autograd.Function``: gradients flow
+(``continuation.py``). Each segment is its own ``autograd.Function``: gradients flow
 from one into the next through the frame tensors.
 """
 
@@ -109,7 +109,7 @@ class Path:
         self.keys = tuple(key(v) for v in self.values)  # what a read's value is compared by
         # read -> the other reads of this path in the same Python state
         self.loops: dict = {}
-        self.jumps: dict = {}  # (read, key of its value) -> where it goes on (splits.py)
+        self.jumps: dict = {}  # (read, key of its value) -> where it goes on (continuation.py)
         for j, s in enumerate(self.states):
             if s is not None:
                 self.loops[j] = tuple(
@@ -166,7 +166,7 @@ class Segmented:
 def undo_writes(writes: dict, read_states: list) -> None:
     """Put back what an attempt that stopped at a read wrote into modules and
     objects: the attempt that knows the value runs the same Python again."""
-    from symshape.jit.writes import restore
+    from symshape.jit.boundary.writes import restore
 
     for mod, attr, old, _ in writes.values():
         if old is MISSING:
@@ -206,126 +206,154 @@ def build(
     """Cut the recorded nodes at ``marks`` (and ``pending``) and compile each segment.
     ``results``: read index -> the Vars of what an op run eagerly there returned, which
     no node makes: the frame hands them to the segments after that read."""
-    from symshape.jit.tracer import differentiated, path_inputs, with_backward
+    from symshape.jit.frontend.tracer import path_inputs
 
-    nodes = list(ctx.nodes)
-    allm = list(marks) + ([pending] if pending is not None else [])
-    if pending is not None:
-        del nodes[pending.index :]  # the attempt ran on past the read: nothing of it is used
-    pos: dict[int, int] = {}
-    byid: dict[int, Var] = {}
-    for i, n in enumerate(nodes):
-        for v in n.outputs:
-            pos[id(v)] = i
-            byid[id(v)] = v
-    made: set = set()  # ids of the Vars of eager results: in the frame from their read on
-    for j, m in enumerate(marks):
-        for v in (results or {}).get(j, ()):
-            pos[id(v)], byid[id(v)] = m.index - 0.5, v
-            made.add(id(v))
-    final_out = list(iter_vars(output)) if pending is None else []
-    bounds = [0] + [m.index for m in allm] + ([len(nodes)] if pending is None else [])
-    nseg = len(bounds) - 1
-
-    def read_vars(m):
-        return [v for v in iter_vars(m.inputs) if id(v) in pos]
-
-    # what each segment reads of earlier values: its nodes, its read, the result
-    uses: list[set] = []
-    for j in range(nseg):
-        u = {id(v) for n in nodes[bounds[j] : bounds[j + 1]] for v in n.inputs()}
-        if j < len(allm):
-            u |= {id(v) for v in iter_vars(allm[j].inputs)}
-        else:
-            u |= {id(v) for v in final_out}
-        uses.append(u)
-    used = set().union(*uses) if uses else set()
-    inputs = path_inputs(ctx, b, used, all_sizes=True)
+    results = results or {}
+    cut = _Cut(ctx, marks, pending, output, results)
+    inputs = path_inputs(ctx, b, cut.used, all_sizes=True)
     input_index = {id(v): i for i, v in enumerate(inputs)}
-
-    def scalar(v) -> bool:
-        return not isinstance(v.meta, TensorMeta)
-
-    def live(m) -> set:
-        """What the rest of the call can still reach at read ``m``."""
-        alive = set(m.live)
-        out = {i for i, p in pos.items() if p < m.index and (i in alive or scalar(byid[i]))}
-        return out | {id(v) for v in read_vars(m)}
-
-    later = [set() for _ in range(nseg)]
-    acc: set = set()
-    for j in range(nseg - 1, -1, -1):
-        later[j] = set(acc)
-        acc |= uses[j]
-
     segs: list[Segment] = []
     sig = 0  # the inputs a path fetches may differ (its later segments use others)
     where_from = getattr(target, "__qualname__", name)
-    for j in range(nseg):
-        lo, hi = bounds[j], bounds[j + 1]
-        body = nodes[lo:hi]
-        last = j == len(allm)
-        before = sorted((i for i, p in pos.items() if p < lo), key=pos.get)
-        frame_in = [byid[i] for i in before if i in uses[j] or scalar(byid[i])]
-        mark_in = allm[j - 1] if j > 0 else None
-        if mark_in is not None and mark_in.grad != grad0:  # the read was inside a grad switch
-            body = [Node(grad_mode.SET_GRAD, (mark_in.grad,), extra={"effect": True}), *body]
-        if last:
-            out, spec, read, keep = output, out_spec, None, frame_in
-            out_names: tuple = ()
-        else:
-            m = allm[j]
-            reach = live(m) | later[j]
-            order = sorted(reach, key=lambda i: pos.get(i, -1))
-            mine = [byid[i] for i in order if lo <= pos.get(i, -1) < hi and i not in made]
-            out, spec = tuple(mine), None
-            out_names = tuple(v.name for v in mine)
-            keep = [byid[i] for i in reach if i in pos]
-            sources = tuple(_source(ctx, x, input_index) for x in m.inputs)
-            read = Read(sources, m.convert, m.text, m.where, m.eager)
-        t = Trace(f"segment{j}", inputs + frame_in, body, out, ctx.asserts, dict(ctx.constants))
-        t = dce(cse(t))
-        t.doc = f"segment {j} of {where_from}" + (
-            f", up to where Python reads {read.describe()}" if read else ""
-        )
-        t, g, spec = differentiated(ctx, t, spec, name)
-        run = compile_trace(t)
-        backward = None
-        if g is not None:
-            fname = f"{name.title().replace('_', '')}Segment{j}"
-            run, backward = with_backward(ctx.env, t, run, g, fname)
-        run = grad_mode.restoring(t, run)
-        # what the path is up to here: its nodes, what Python can reach, the read (not
-        # what this path goes on to use: another path may use other frame values)
-        reachable = tuple(sorted(byid[i].name for i in live(allm[j]))) if read else ()
-        sig = hash((sig, tuple(_node_sig(n) for n in body), reachable, read and read.text))
-        segs.append(
-            Segment(
-                run,
-                spec,
-                tuple(v.name for v in frame_in),
-                out_names,
-                frame_names(keep),
-                read,
-                t,
-                backward,
-                sig,
-                any(_changes_state(n) for n in body),
-                frame_names(v for v in keep if not scalar(v)),
-                frame_names(v for v in keep if pos[id(v)] < hi),
-                frame_names(v for v in keep if isinstance(v.meta, str)),  # "float", "bool"
-            )
-        )
+    for j in range(cut.nseg):
+        seg = _segment(cut, j, inputs, input_index, out_spec, name, grad0, where_from, sig)
+        sig = seg.sig
+        segs.append(seg)
+    allm, pos, byid = cut.allm, cut.pos, cut.byid
     values = tuple(m.value for m in marks)
-    names = tuple(tuple(v.name for v in (results or {}).get(j, ())) for j in range(len(allm)))
+    names = tuple(tuple(v.name for v in results.get(j, ())) for j in range(len(allm)))
     sizes = tuple(
         (k, ctx.env.info(v.meta).source) for k, v in enumerate(inputs) if isinstance(v.meta, Symbol)
     )
-    used_after = [{byid[i].name for i in later[j] if i in byid} for j in range(len(allm))]
+    used_after = [{byid[i].name for i in cut.later[j] if i in byid} for j in range(len(allm))]
     states = _states(ctx, allm, segs, pos, input_index, used_after)
-    path = Path(Segmented(inputs), used, segs, values, pending is not None, names, sizes, states)
+    path = Path(
+        Segmented(inputs), cut.used, segs, values, pending is not None, names, sizes, states
+    )
     path.trace.path = path
     return path
+
+
+class _Cut:
+    """The recorded nodes of one attempt, cut at its reads (``allm``: the marks, and
+    ``pending``): where each value is made (``pos``: its node's index; an eager
+    result's, just before its read), what each segment reads of earlier values
+    (``uses``) and what the segments after it do (``later``)."""
+
+    def __init__(self, ctx, marks: list, pending, output, results: dict):
+        self.ctx, self.output = ctx, output
+        nodes = list(ctx.nodes)
+        self.allm = allm = list(marks) + ([pending] if pending is not None else [])
+        if pending is not None:
+            del nodes[pending.index :]  # the attempt ran on past the read: nothing of it is used
+        self.nodes = nodes
+        self.pos: dict[int, int] = {}
+        self.byid: dict[int, Var] = {}
+        for i, n in enumerate(nodes):
+            for v in n.outputs:
+                self.pos[id(v)] = i
+                self.byid[id(v)] = v
+        self.made: set = set()  # ids of the Vars of eager results: in the frame from their read on
+        for j, m in enumerate(marks):
+            for v in results.get(j, ()):
+                self.pos[id(v)], self.byid[id(v)] = m.index - 0.5, v
+                self.made.add(id(v))
+        final_out = list(iter_vars(output)) if pending is None else []
+        self.bounds = [0] + [m.index for m in allm] + ([len(nodes)] if pending is None else [])
+        self.nseg = len(self.bounds) - 1
+        # what each segment reads of earlier values: its nodes, its read, the result
+        self.uses: list[set] = []
+        for j in range(self.nseg):
+            u = {id(v) for n in nodes[self.bounds[j] : self.bounds[j + 1]] for v in n.inputs()}
+            if j < len(allm):
+                u |= {id(v) for v in iter_vars(allm[j].inputs)}
+            else:
+                u |= {id(v) for v in final_out}
+            self.uses.append(u)
+        self.used = set().union(*self.uses) if self.uses else set()
+        self.later = [set() for _ in range(self.nseg)]
+        acc: set = set()
+        for j in range(self.nseg - 1, -1, -1):
+            self.later[j] = set(acc)
+            acc |= self.uses[j]
+
+    def live(self, m) -> set:
+        """What the rest of the call can still reach at read ``m``."""
+        alive = set(m.live)
+        pos, byid = self.pos, self.byid
+        out = {i for i, p in pos.items() if p < m.index and (i in alive or _scalar(byid[i]))}
+        return out | {id(v) for v in iter_vars(m.inputs) if id(v) in pos}
+
+    def handed_on(self, j: int, input_index: dict) -> tuple:
+        """What segment ``j`` (not the last) returns, the frame values kept past its
+        read, and the ``Read`` it ends with."""
+        lo, hi = self.bounds[j], self.bounds[j + 1]
+        pos, byid = self.pos, self.byid
+        m = self.allm[j]
+        reach = self.live(m) | self.later[j]
+        order = sorted(reach, key=lambda i: pos.get(i, -1))
+        mine = [byid[i] for i in order if lo <= pos.get(i, -1) < hi and i not in self.made]
+        keep = [byid[i] for i in reach if i in pos]
+        sources = tuple(_source(self.ctx, x, input_index) for x in m.inputs)
+        return tuple(mine), keep, Read(sources, m.convert, m.text, m.where, m.eager)
+
+
+def _scalar(v) -> bool:
+    return not isinstance(v.meta, TensorMeta)
+
+
+def _segment(
+    cut: _Cut, j: int, inputs, input_index, out_spec, name, grad0, where_from, sig
+) -> Segment:
+    """Segment ``j`` of ``cut``, compiled (with its backward when it needs one);
+    ``sig``: the signature of the path up to the segment before it."""
+    from symshape.jit.frontend.tracer import differentiated, with_backward
+
+    ctx, pos, byid = cut.ctx, cut.pos, cut.byid
+    lo, hi = cut.bounds[j], cut.bounds[j + 1]
+    body = cut.nodes[lo:hi]
+    before = sorted((i for i, p in pos.items() if p < lo), key=pos.get)
+    frame_in = [byid[i] for i in before if i in cut.uses[j] or _scalar(byid[i])]
+    mark_in = cut.allm[j - 1] if j > 0 else None
+    if mark_in is not None and mark_in.grad != grad0:  # the read was inside a grad switch
+        body = [Node(grad_mode.SET_GRAD, (mark_in.grad,), extra={"effect": True}), *body]
+    if j == len(cut.allm):  # the last: it returns the call's output
+        out, spec, read, keep = cut.output, out_spec, None, frame_in
+        out_names: tuple = ()
+    else:
+        out, keep, read = cut.handed_on(j, input_index)
+        spec, out_names = None, tuple(v.name for v in out)
+    t = Trace(f"segment{j}", inputs + frame_in, body, out, ctx.asserts, dict(ctx.constants))
+    t = dce(cse(t))
+    t.doc = f"segment {j} of {where_from}" + (
+        f", up to where Python reads {read.describe()}" if read else ""
+    )
+    t, g, spec = differentiated(ctx, t, spec, name)
+    run = compile_trace(t)
+    backward = None
+    if g is not None:
+        fname = f"{name.title().replace('_', '')}Segment{j}"
+        run, backward = with_backward(ctx.env, t, run, g, fname)
+    run = grad_mode.restoring(t, run)
+    # what the path is up to here: its nodes, what Python can reach, the read (not
+    # what this path goes on to use: another path may use other frame values)
+    reachable = tuple(sorted(byid[i].name for i in cut.live(cut.allm[j]))) if read else ()
+    sig = hash((sig, tuple(_node_sig(n) for n in body), reachable, read and read.text))
+    return Segment(
+        run,
+        spec,
+        tuple(v.name for v in frame_in),
+        out_names,
+        frame_names(keep),
+        read,
+        t,
+        backward,
+        sig,
+        any(_changes_state(n) for n in body),
+        frame_names(v for v in keep if not _scalar(v)),
+        frame_names(v for v in keep if pos[id(v)] < hi),
+        frame_names(v for v in keep if isinstance(v.meta, str)),  # "float", "bool"
+    )
 
 
 def _states(ctx, marks: list, segs: list, pos: dict, input_index: dict, used_after) -> tuple:
