@@ -13,7 +13,7 @@ import math
 import torch
 
 from symshape.ir.liveness import releases
-from symshape.ir.node import ASSERT, CONST, SYM, Node, Var
+from symshape.ir.node import ASSERT, CONST, SYM, Node, TensorMeta, Var
 from symshape.ir.trace import Trace
 from symshape.sym import expr as E
 
@@ -156,14 +156,51 @@ def python_source(trace: Trace, release: bool = False, boxed: bool = False) -> s
             body.append(f"{unpack} = _inputs; _inputs.clear(){_dels(dead.get(-1))}")
     else:
         lines.append(f"def {trace.name}({params}):")
+    shown: set = set()  # symbols whose bound is printed already: at their first use
     for v in trace.inputs:
         if v.meta is not None and not isinstance(v.meta, (E.Expr, int)):
-            body.append(f"# {v.name}: {v.meta}")
+            body.append(f"# {v.name}: {_bounded(v.meta, trace.bounds, shown)}")
     for i, n in enumerate(trace.nodes):
-        body += node_lines(n, _dels(dead.get(i)))
+        lines_n = node_lines(n, _dels(dead.get(i)))
+        if trace.bounds and n.outputs:
+            lines_n[-1] = _bound_comment(lines_n[-1], n, trace.bounds, shown)
+        body += lines_n
     body.append(f"return {fmt(trace.output)}")
     lines += ["    " + b for b in body]
     return "\n".join(lines) + "\n"
+
+
+def _bounded(meta, bounds: dict, shown: set) -> str:
+    """``meta`` printed with the upper bound of each size that is a bare symbol
+    with one (``f32[s0<=8, s1<=2048]``), the first time the symbol appears."""
+    text = str(meta)
+    shape = getattr(meta, "shape", None)
+    if not bounds or shape is None:
+        return text
+    dims = []
+    for d in shape:
+        hi = bounds.get(d.name) if type(d) is E.Symbol else None
+        if hi is not None and d.name not in shown:
+            shown.add(d.name)
+            dims.append(f"{d}<={hi}")
+        else:
+            dims.append(str(d))
+    return text.replace(
+        "[" + ", ".join(str(d) for d in shape) + "]", "[" + ", ".join(dims) + "]", 1
+    )
+
+
+def _bound_comment(line: str, n: Node, bounds: dict, shown: set) -> str:
+    """A node's line with its outputs' first-seen bounded symbols marked."""
+    for v in n.outputs:
+        if isinstance(v.meta, TensorMeta):
+            plain = str(v.meta)
+            marked = _bounded(v.meta, bounds, shown)
+            if marked != plain:
+                line = line.replace(f"# {plain}", f"# {marked}", 1).replace(
+                    f", {plain}", f", {marked}", 1
+                )
+    return line
 
 
 def _dels(vs) -> str:

@@ -32,6 +32,7 @@ class Trace:
     asserts: list = field(default_factory=list)  # RuntimeAssert per ASSERT index
     constants: dict = field(default_factory=dict)  # name -> lifted constant value
     doc: str = ""
+    bounds: dict = field(default_factory=dict)  # symbol name -> its upper bound, where finite
 
     def python(self, release: bool = False) -> str:
         """The trace as Python; ``release=True``: exactly the code that runs, with a

@@ -7,6 +7,7 @@ import functools
 import gc
 import inspect
 import logging
+import math
 import random
 import sys
 import time
@@ -460,8 +461,20 @@ def differentiated(ctx, trace: Trace, out_spec, name: str) -> tuple[Trace, _Grad
     if g is not None:
         out_spec = g.spec
     _simplify_metas(trace, ctx.env)
+    trace.bounds = upper_bounds(ctx.env)
     trace.lint()
     return trace, g, out_spec
+
+
+def upper_bounds(env) -> dict:
+    """``{symbol name: upper bound}`` of every symbol with a finite one: a declared
+    ``Dim(max=)``, an op's (``nonzero`` <= numel), a ``symshape.check(n <= k)``."""
+    out = {}
+    for info in env.symbols:
+        hi = env.bounds(info.symbol).hi
+        if hi != math.inf and hi < 2**62:
+            out[info.symbol.name] = int(hi)
+    return out
 
 
 def _prologue(ctx, b: Builder, w: _Watch, draws, trace: Trace, used: set, module, name: str):
