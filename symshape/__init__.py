@@ -49,6 +49,7 @@ else:
     from symshape.jit.frontend.api import CacheLimitWarning
     from symshape.jit.frontend.explain import Explanation
     from symshape.jit.frontend.vjp import VJP, vjp
+    from symshape.jit.padding import PaddingError
     from symshape.jit.splits.continuation import SplitLimitWarning
     from symshape.ops import supported_ops
     from symshape.sym import CheckError, DataDependentError, ShapeEnv
@@ -75,6 +76,7 @@ __all__ = [
     "InputSpecError",
     "JitFunction",
     "JitModule",
+    "PaddingError",
     "RuntimeAssertionError",
     "ShapeEnv",
     "SplitLimitWarning",

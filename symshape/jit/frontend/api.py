@@ -36,12 +36,13 @@ from symshape.jit.frontend import wrapping
 from symshape.jit.frontend.cache_limit import cache_limit_message, user_stacklevel
 from symshape.jit.frontend.draws import DrawsEagerly, decision_message, keeping_random, not_drawing
 from symshape.jit.frontend.explain import Explanation, explain
-from symshape.jit.frontend.policy import Dim, Policy, normalize_dims
+from symshape.jit.frontend.policy import DYNAMIC, Dim, Policy, normalize_dims
 from symshape.jit.frontend.stats import Stats
 from symshape.jit.frontend.tracer import TRACE_ONCE, Traced, labels_of, trace_call
 from symshape.jit.guards.globals_guard import modules_read
 from symshape.jit.guards.prologue import InputSpecErrorAtTrace, UntraceableInput
 from symshape.jit.guards.state import _instance_dict, compare_by_identity, is_plain_object
+from symshape.jit.padding.calls import Padding, pad_dims
 from symshape.jit.splits import continuation
 from symshape.sym import DataDependentError
 from symshape.sym.source import is_stdlib_file, is_user_file
@@ -285,10 +286,17 @@ class JitFunction:
         backend="eager",
         mode: str | None = None,
         graph_limit: int = 16,
+        pad: dict | None = None,
     ):
         self._fn = fn
         self._module = module
-        self._policy = Policy(dynamic=dynamic, dims=normalize_dims(dims, fn, name), name=name)
+        dims = normalize_dims(dims, fn, name)
+        pad_spec = Padding.parse(pad, name)
+        if pad_spec:
+            normalize_dims({k: dict.fromkeys(v, DYNAMIC) for k, v in pad_spec.items()}, fn, name)
+            dims = pad_dims(dims, pad_spec)
+        self._policy = Policy(dynamic=dynamic, dims=dims, name=name)
+        self._pad = pad
         self._entries: tuple[TraceEntry, ...] = ()
         self._lock = threading.RLock()
         self._limit = cache_limit
@@ -296,6 +304,9 @@ class JitFunction:
         self._split_limit = split_limit
         self._backend, self._mode, self._graph_limit = backend, mode, graph_limit
         self._wrap = self._wrapper(backend, mode, graph_limit, name)
+        if pad_spec:
+            be = compiled.resolve("eager" if backend == "cudagraphs" else backend)
+            self._policy.pad = Padding(pad_spec, name, be, self)
         self._split_warned: set = set()
         self._warned = False
         self._untraceable_warned = False
@@ -614,6 +625,7 @@ class JitFunction:
             "backend": self._backend,
             "mode": self._mode,
             "graph_limit": self._graph_limit,
+            "pad": self._pad,
         }
 
     def _wrapper_attrs(self) -> dict:
@@ -855,6 +867,7 @@ def jit(
     mode: str | None = None,
     graph_limit: int = 16,
     options: dict | None = None,
+    pad: dict | None = None,
 ):
     """Trace ``fn`` (a function or an ``nn.Module``) into symbolic-shape traces.
 
@@ -877,6 +890,12 @@ def jit(
     ``mode``: ``"reduce-overhead"`` replays each trace as a CUDA graph per call
     signature, on eager kernels or the back end's (``backend="cudagraphs"`` says
     the same); at most ``graph_limit`` graphs (``jit/backends/cudagraphs.py``).
+    ``pad``: padded execution, ``{name: {dim: "pow2" | k | [sizes]}}``: a call runs
+    the trace with those dimensions padded to their bucket (the next power of two,
+    multiple of ``k``, or listed size; bounded by a ``Dim``'s max), the padding
+    masked wherever an op would read it, outputs cut back: a back end that needs
+    static shapes compiles once per bucket. An op that cannot be padded soundly
+    raises ``PaddingError`` naming it (``jit/padding/``).
     ``options``: torch.compile's back-end options have no meaning here; refused with
     what exists.
     """
@@ -886,11 +905,11 @@ def jit(
             "options of its own. What exists: dynamic=, dims=, fullgraph=, cache_limit=, "
             "split_limit=, backend= (a torch.compile back end, which takes its own "
             "options through torch._inductor.config), mode=None|'reduce-overhead', "
-            "graph_limit=."
+            "graph_limit=, pad= (padded execution at buckets of sizes)."
         )
     options = dict(
         dynamic=dynamic, dims=dims, cache_limit=cache_limit, fullgraph=fullgraph,
-        split_limit=split_limit, backend=backend, mode=mode, graph_limit=graph_limit,
+        split_limit=split_limit, backend=backend, mode=mode, graph_limit=graph_limit, pad=pad,
     )  # fmt: skip
     if fn is None:
         return functools.partial(jit, name=name, **options)

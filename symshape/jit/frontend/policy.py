@@ -183,6 +183,7 @@ class Policy:
     seen: dict = field(default_factory=dict)  # label -> first shape / int value
     rigid: bool = False  # Dims stand for every value in their range (export)
     name: str = ""  # the jit function's, for messages
+    pad: object = None  # padding.calls.Padding: pad= of symshape.jit
 
     def spec(self, label: str, t: torch.Tensor, dim: int, is_param: bool):
         """STATIC, DYNAMIC or a Dim for one dimension of a tensor input."""

@@ -33,6 +33,7 @@ class Stats:
     # a back end other than "eager" (backends/compiled.py): its compiles, their seconds, and
     # those split into "make_fx", "backend" and "guards" in milliseconds
     backend_compiles: int = 0
+    padded_calls: int = 0  # calls run at a bucket's padded sizes (pad=, jit/padding/)
     backend_seconds: float = 0.0
     backend_phase_ms: dict = field(default_factory=dict)
     # mode="reduce-overhead" (cudagraphs.py): CUDA graphs captured, and calls they served

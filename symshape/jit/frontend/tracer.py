@@ -304,7 +304,10 @@ def _trace_once(
     t_passes = time.perf_counter()
     prologue, first_args = _prologue(ctx, b, w, draws, trace, used, module, name)
     t_prologue = time.perf_counter()
-    run, deferred, backward = _compiled(ctx.env, trace, split, grad, name, backend)
+    pad = None
+    if policy.pad is not None:
+        pad = (policy.pad, policy.pad.plan(ctx.env, b.tensor_inputs))
+    run, deferred, backward = _compiled(ctx.env, trace, split, grad, name, backend, pad)
     t_end = time.perf_counter()
     phases = {
         "tracing": (t_traced - t0) * 1e3,
@@ -538,9 +541,12 @@ def _prologue_source(b: Builder, trace: Trace, module, name: str) -> str:
     return "\n".join([*head, *body]) + "\n"
 
 
-def _compiled(env, trace: Trace, split, grad, name: str, backend):
+def _compiled(env, trace: Trace, split, grad, name: str, backend, pad=None):
     """``(run, deferred, backward)``: the computation compiled (a segmented trace's
-    segments are compiled by ``segments``), through its back end, with its backward."""
+    segments are compiled by ``segments``), through its back end, with its backward;
+    with ``pad`` (a Padding and this trace's PadPlan), served padded (``jit/padding/``)."""
+    if pad is not None and pad[1].buckets:
+        return _padded(env, trace, split, grad, name, *pad)
     if backend is not None and makes_leaves(trace):  # its gradients are eager autograd's
         log.info("symshape: %s makes tensors that require grad: it runs without its back end", name)
         backend = None
@@ -558,6 +564,32 @@ def _compiled(env, trace: Trace, split, grad, name: str, backend):
     if run is not None:
         run = grad_mode.restoring(trace, run)
     return run, deferred, backward
+
+
+def _padded(env, trace: Trace, split, grad, name: str, padding, plan):
+    """``_compiled`` for ``pad=``: the computation and its backward run padded."""
+    from symshape.jit.padding import PaddingError, calls
+
+    if split is not None or makes_leaves(trace):
+        why = "reads tensor data (it splits there)" if split is not None else "makes grad leaves"
+        raise PaddingError(
+            f"symshape.jit({name}) with pad=: the function {why}, so it has no single trace "
+            "to pad. Fix: take pad= off, or move that step out of the function."
+        )
+    run = compile_trace(trace)
+    if grad is None:
+        return (
+            grad_mode.restoring(trace, calls.padded_forward(trace, run, padding, plan)),
+            None,
+            None,
+        )
+    _simplify_metas(grad.backward.trace, env)
+    backward = grad.backward.trace
+    bw = compile_trace(backward, boxed=True)
+    title = name.title().replace("_", "")
+    apply = calls.padded_with_backward(trace, run, backward, bw, grad, plan, padding, title)
+    run = _passing_inputs_through(apply, trace, grad.n_out)
+    return grad_mode.restoring(trace, run), None, backward
 
 
 def _guard_torch_state(b: Builder, grad: bool) -> None:

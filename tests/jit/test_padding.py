@@ -1,0 +1,296 @@
+"""Padded execution (``symshape.jit(fn, pad=...)``): traced once, run at the
+bucket of each true size, against eager at many sizes inside several buckets
+(their edges and a true size of 1 included); every refusal names its op."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import symshape
+from symshape import PaddingError
+
+SIZES = [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33]
+
+
+def _close(got, want, atol=1e-5, rtol=1e-5):
+    from torch.utils._pytree import tree_leaves
+
+    got, want = tree_leaves(got), tree_leaves(want)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        if isinstance(w, torch.Tensor):
+            assert g.shape == w.shape and g.dtype == w.dtype
+            torch.testing.assert_close(g, w, atol=atol, rtol=rtol, equal_nan=True)
+        else:
+            assert g == w
+
+
+def _differential(fn, make, pad, sizes=SIZES, **kw):
+    jf = symshape.jit(fn, pad=pad, **kw)
+    for n in sizes:
+        torch.manual_seed(n)
+        args = make(n)
+        want = fn(*args)
+        _close(jf(*args), want)
+    return jf
+
+
+def test_elementwise_broadcast_and_true_sizes_as_values():
+    def f(x, y):
+        return (x * 2 + y[:, None]).relu() / x.size(1), torch.where(x > 0, x, y[:, None])
+
+    _differential(f, lambda n: (torch.randn(3, n), torch.randn(3)), {"x": {1: "pow2"}})
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda x: x.sum(1),
+        lambda x: x.mean(1, keepdim=True),
+        lambda x: x.mean(),
+        lambda x: x.amax(1),
+        lambda x: x.amin(-1),
+        lambda x: x.max(1),
+        lambda x: x.min(1).values,
+        lambda x: x.prod(1),
+        lambda x: torch.logsumexp(x, 1),
+        lambda x: x.argmax(1),
+        lambda x: x.argmin(1),
+        lambda x: (x > 0).all(1),
+        lambda x: (x > 2).any(1),
+        lambda x: x.var(1),
+        lambda x: x.std(1, correction=0, keepdim=True),
+        lambda x: torch.var_mean(x, 1),
+        lambda x: x.cumsum(1),
+        lambda x: x.softmax(1),
+        lambda x: F.log_softmax(x, -1),
+        lambda x: x.sum(0),
+    ],
+)
+def test_reductions_along_the_padded_dimension(op):
+    _differential(op, lambda n: (torch.randn(3, n) + 0.5,), {"x": {1: "pow2"}})
+
+
+def test_matmul_contracting_over_padding_even_with_nan_in_it():
+    def f(x, w):
+        h = x.log()  # log(0) = -inf in the padding: masked before every contraction
+        return h.transpose(0, 1) @ h, F.linear(h, w)
+
+    _differential(f, lambda n: (torch.rand(n, 4) + 0.1, torch.randn(5, 4)), {"x": {0: "pow2"}})
+
+
+def test_views_slices_and_indexing():
+    def f(x):
+        return (
+            x[:, -1],
+            x[:, -3:].sum(1),
+            x[:, :-1],
+            x[:, 1:],
+            x[:, ::2],
+            x[..., 0],
+            x.reshape(-1),
+            x.unsqueeze(0).transpose(1, 2).flatten(0, 1),
+            torch.cat([x[:, :1], x], 1),
+            x.view(2, 3, -1).sum(2),
+        )
+
+    _differential(f, lambda n: (torch.randn(6, n),), {"x": {1: "pow2"}}, sizes=[3, 4, 5, 8, 9, 16])
+
+
+def test_factories_and_embedding():
+    emb = nn.Embedding(10, 4)
+
+    def f(ids):
+        pos = torch.arange(ids.size(1))
+        return (
+            emb(ids) + pos[None, :, None],
+            torch.zeros(ids.size(1)),
+            torch.full((ids.size(1),), ids.size(1)),
+        )
+
+    _differential(f, lambda n: (torch.randint(0, 10, (2, n)),), {"ids": {1: "pow2"}})
+
+
+@pytest.mark.parametrize("masked", ["none", "bool", "float", "causal"])
+def test_attention(masked):
+    def f(q, k, v, m):
+        if masked == "causal":
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if masked == "none":
+            return F.scaled_dot_product_attention(q, k, v)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+
+    def make(n):
+        q, k, v = (torch.randn(2, 3, n, 8) for _ in range(3))
+        m = torch.rand(2, 1, n, n) > 0.3
+        m[..., 0] = True
+        return q, k, v, m if masked != "float" else torch.randn(2, 1, n, n)
+
+    pad = {name: {2: "pow2"} for name in "qkv"}
+    pad["m"] = {2: "pow2", 3: "pow2"}
+    _differential(f, make, pad)
+
+
+def test_norms_over_the_hidden_size():
+    ln, rms = nn.LayerNorm(8), nn.RMSNorm(8)
+    _differential(lambda x: (ln(x), rms(x)), lambda n: (torch.randn(2, n, 8),), {"x": {1: "pow2"}})
+
+
+def test_conv_and_pooling_along_a_padded_width():
+    net = nn.Sequential(
+        nn.Conv1d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool1d(2),
+        nn.Conv1d(8, 8, 5, stride=2, padding=2), nn.AvgPool1d(2, padding=1),
+    ).eval()  # fmt: skip
+    net2 = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.MaxPool2d(2), nn.Conv2d(4, 4, 3)).eval()
+    with torch.no_grad():
+        _differential(lambda x: (net(x), net(x).mean(-1)), lambda n: (torch.randn(2, 3, n),),
+                      {"x": {2: "pow2"}}, sizes=[8, 9, 12, 16, 17, 31, 33])  # fmt: skip
+        _differential(lambda x: net2(x), lambda n: (torch.randn(2, 3, 10, n),), {"x": {3: "pow2"}},
+                      sizes=[8, 9, 13, 16, 17])  # fmt: skip
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_leaves_padding_out_of_the_count(reduction):
+    def f(logits, target):
+        return F.cross_entropy(logits.flatten(0, 1), target.flatten(), reduction=reduction,
+                               ignore_index=-1)  # fmt: skip
+
+    def make(n):
+        t = torch.randint(0, 5, (2, n))
+        t[0, 0] = -1
+        return torch.randn(2, n, 5), t
+
+    _differential(f, make, {"logits": {1: "pow2"}, "target": {1: "pow2"}})
+
+
+def test_explicit_buckets_and_sizes_above_them_run_unpadded():
+    f = lambda x: x.softmax(-1) * x.size(-1)  # noqa: E731
+    jf = _differential(
+        f, lambda n: (torch.randn(2, n),), {"x": {1: [4, 8]}}, sizes=[1, 3, 4, 5, 8, 9, 20]
+    )
+    assert jf.stats.padded_calls == 5  # 9 and 20 are above the largest bucket
+
+
+@pytest.mark.parametrize(
+    "fn, op",
+    [
+        (lambda x: x.flip(1).cumsum(1), "flip"),
+        (lambda x: x.sort(1).values, "sort"),
+        (lambda x: torch.unique(x), "unique"),
+        (lambda x: x.nonzero(), "nonzero"),
+        (lambda x: x.cumsum(1).flip(1), "flip"),
+        (lambda x: F.layer_norm(x, x.shape[-1:]), "layer_norm"),
+        (lambda x: F.pad(x, (1, 1)), "pad"),
+        (lambda x: F.dropout(x, 0.5, training=True).sum(-1), "dropout"),
+    ],
+)
+def test_refusals_name_the_op_and_the_line(fn, op):
+    jf = symshape.jit(fn, pad={"x": {1: "pow2"}})
+    with pytest.raises(PaddingError, match=rf"(?s){op}.*test_padding.py:\d+.*Fix:"):
+        jf(torch.randn(2, 5))
+
+
+def test_gather_index_out_of_the_true_range_raises_as_eager():
+    def f(x, i):
+        return x.gather(1, i)
+
+    jf = symshape.jit(f, pad={"x": {1: "pow2"}})
+    x = torch.randn(2, 5)
+    _close(jf(x, torch.tensor([[4], [0]])), f(x, torch.tensor([[4], [0]])))
+    with pytest.raises(RuntimeError):
+        jf(x, torch.tensor([[6], [0]]))  # inside the bucket of 8, outside the true 5
+
+
+def test_pad_spec_is_checked():
+    with pytest.raises(TypeError, match="pow2"):
+        symshape.jit(lambda x: x, pad={"x": {0: "pow3"}})
+    with pytest.raises(ValueError, match="no argument"):
+        symshape.jit(lambda x: x, pad={"y": {0: "pow2"}})(torch.randn(3))
+
+
+def _bert():
+    from transformers import BertConfig, BertModel
+
+    cfg = BertConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=4,
+                     intermediate_size=128, vocab_size=100, max_position_embeddings=128,
+                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)  # fmt: skip
+    return BertModel(cfg).eval()
+
+
+def _gpt2():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    cfg = GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=100, n_positions=128,
+                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)  # fmt: skip
+    return GPT2LMHeadModel(cfg).eval()
+
+
+def _batch(n):
+    ids = torch.randint(0, 100, (2, n))
+    mask = torch.ones(2, n, dtype=torch.long)
+    mask[1, n // 2 + 1 :] = 0
+    return ids, mask
+
+
+def _compiles(pad_max: int) -> int:
+    return math.ceil(math.log2(pad_max)) + 1
+
+
+@pytest.mark.parametrize("model", ["bert", "gpt2"])
+def test_models_at_20_random_sizes_one_compile_per_bucket(model):
+    pytest.importorskip("transformers")
+    m = _bert() if model == "bert" else _gpt2()
+    pad = {"input_ids": {1: "pow2"}, "attention_mask": {1: "pow2"}}
+    jm = symshape.jit(m, pad=pad, dims={"input_ids": {1: symshape.Dim("T", max=128)}},
+                      backend=_counting_static_backend())  # fmt: skip
+    rng = random.Random(0)
+    with torch.no_grad():
+        for _ in range(20):
+            ids, mask = _batch(rng.randint(2, 128))
+            want = m(input_ids=ids, attention_mask=mask)
+            got = jm(input_ids=ids, attention_mask=mask)
+            _close(got[0], want[0], atol=2e-5, rtol=2e-5)
+    assert jm.stats.backend_compiles <= _compiles(128)
+
+
+def _counting_static_backend():
+    """A back end that needs static shapes: it asserts every input size is an int."""
+
+    def backend(gm, example_inputs):
+        for x in example_inputs:
+            if isinstance(x, torch.Tensor):
+                assert all(isinstance(d, int) for d in x.shape), x.shape
+        return gm
+
+    return backend
+
+
+@pytest.mark.parametrize("model", ["bert", "gpt2"])
+def test_training_step_padded_like_eager(model):
+    pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    m = _bert() if model == "bert" else _gpt2()
+    m.train()
+    ref = _bert() if model == "bert" else _gpt2()
+    ref.load_state_dict(m.state_dict())
+    ref.train()
+    pad = {"input_ids": {1: "pow2"}, "attention_mask": {1: "pow2"}}
+    jm = symshape.jit(m, pad=pad)
+    for n in [5, 8, 11, 16, 23]:
+        ids, mask = _batch(n)
+        for model_, run in ((ref, ref), (m, jm)):
+            model_.zero_grad()
+            out = run(input_ids=ids, attention_mask=mask)
+            out[0].float().pow(2).mean().backward()
+        for (name, p), q in zip(m.named_parameters(), ref.parameters()):
+            if q.grad is None:
+                assert p.grad is None or not p.grad.any(), name
+                continue
+            torch.testing.assert_close(p.grad, q.grad, atol=3e-5, rtol=1e-4, msg=name)
+    assert jm.stats.padded_calls == 5
