@@ -54,11 +54,14 @@ class PaddedCompiled:
         from symshape.jit.padding.rules import State
 
         st = State(_masks(self.run, phys, true), self.run.plan)
+        padded = self.run.padded_inputs
         tensors = []
-        for v, a in zip(self.run.trace.inputs, args):
-            if isinstance(v.meta, TensorMeta):
+        for i, (v, a) in enumerate(zip(self.run.trace.inputs, args)):
+            if i in padded:
                 st.bind_input(v, a)
                 tensors.append(st.read(v))
+            elif isinstance(v.meta, TensorMeta):
+                tensors.append(a)
         outs = fn(*tensors, *values)
         return self._cut(outs, phys, true)
 

@@ -61,6 +61,14 @@ class PaddedRun:
         # as its forward laid them out: a merged [B*T] is not a prefix of B*T)
         self.input_tags: dict = {}
         self.output_tags: dict = {}  # tags of the kept outputs, by position
+        self._sources = self._symbol_sources()
+        # inputs with a padded dimension (parameters and the like have none)
+        padded = plan.padded
+        self.padded_inputs = frozenset(
+            i
+            for i, v in enumerate(trace.inputs)
+            if isinstance(v.meta, TensorMeta) and any(padded(e) for e in v.meta.shape)
+        )
         self._check_rules()
 
     def _check_rules(self) -> None:
@@ -88,19 +96,31 @@ class PaddedRun:
         """``(physical, true)`` values of the trace's symbols for ``args`` (and the
         true values ``known`` already: a backward's, from its forward); None when a
         size is above its largest bucket."""
-        true: dict = dict(known or {})
-        for v, a in zip(self.trace.inputs, args):
-            m = v.meta
-            if isinstance(m, E.Symbol) and isinstance(a, int) and m not in true:
-                true[m] = a
-        for v, a in zip(self.trace.inputs, args):
-            m = v.meta
-            if isinstance(m, TensorMeta) and isinstance(a, torch.Tensor):
-                for e, size in zip(m.shape, a.shape):
-                    if type(e) is E.Symbol and e not in true:
-                        true[e] = size
+        true: dict = dict(known) if known else {}
+        ints, dims = self._sources
+        for sym, i in ints:
+            if sym not in true and isinstance(args[i], (int, torch.SymInt)):
+                true[sym] = args[i]
+        for sym, i, d in dims:
+            if sym not in true and isinstance(args[i], torch.Tensor):
+                true[sym] = args[i].shape[d]
         phys = self.plan.physical(true)
         return None if phys is None else (phys, true)
+
+    def _symbol_sources(self) -> tuple[list, list]:
+        """Where each symbol's value is in the arguments: int inputs first, then
+        the first tensor dimension of that size."""
+        ints, dims, seen = [], [], set()
+        for i, v in enumerate(self.trace.inputs):
+            if isinstance(v.meta, E.Symbol):
+                ints.append((v.meta, i))
+        for i, v in enumerate(self.trace.inputs):
+            if isinstance(v.meta, TensorMeta):
+                for d, e in enumerate(v.meta.shape):
+                    if type(e) is E.Symbol and (e.name, i) not in seen:
+                        seen.add((e.name, i))
+                        dims.append((e, i, d))
+        return ints, dims
 
     def __call__(self, *args):
         b = self.bindings(args)
@@ -123,8 +143,13 @@ class PaddedRun:
     def _interpret(self, args, phys: dict, true: dict):
         masks = Masks(phys, true, self.plan.padded, None)
         st = rules.State(masks, self.plan)
+        padded, env = self.padded_inputs, st.env
         for i, (v, a) in enumerate(zip(self.trace.inputs, args)):
-            st.bind_input(v, a, self.input_tags.get(i))
+            if i in padded or not isinstance(a, torch.Tensor):
+                st.bind_input(v, a, self.input_tags.get(i))
+            else:  # no padded dimension: as it comes
+                env[id(v)] = a
+                st.tags[id(v)] = (None,) * a.dim()
         consts = self.trace.constants
         fail = assert_failed_fn(self.trace.asserts)
         for n in self.trace.nodes:
