@@ -207,11 +207,18 @@ def test_gather_index_out_of_the_true_range_raises_as_eager():
         jf(x, torch.tensor([[6], [0]]))  # inside the bucket of 8, outside the true 5
 
 
+def test_true_sizes_as_tensor_values():
+    _differential(lambda x: x * torch.tensor(x.size(1)), lambda n: (torch.randn(2, n),),
+                  {"x": {1: "pow2"}})  # fmt: skip
+
+
 def test_pad_spec_is_checked():
     with pytest.raises(TypeError, match="pow2"):
         symshape.jit(lambda x: x, pad={"x": {0: "pow3"}})
     with pytest.raises(ValueError, match="no argument"):
         symshape.jit(lambda x: x, pad={"y": {0: "pow2"}})(torch.randn(3))
+    with pytest.raises(ValueError, match="CUDA graphs"):
+        symshape.jit(lambda x: x, pad={"x": {0: "pow2"}}, mode="reduce-overhead")
 
 
 def _bert():
@@ -251,8 +258,8 @@ def test_models_at_20_random_sizes_one_compile_per_bucket(model):
                       backend=_counting_static_backend())  # fmt: skip
     rng = random.Random(0)
     with torch.no_grad():
-        for _ in range(20):
-            ids, mask = _batch(rng.randint(2, 128))
+        for n in [1, 128] + [rng.randint(1, 128) for _ in range(18)]:
+            ids, mask = _batch(n)
             want = m(input_ids=ids, attention_mask=mask)
             got = jm(input_ids=ids, attention_mask=mask)
             _close(got[0], want[0], atol=2e-5, rtol=2e-5)

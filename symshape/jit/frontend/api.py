@@ -293,6 +293,12 @@ class JitFunction:
         dims = normalize_dims(dims, fn, name)
         pad_spec = Padding.parse(pad, name)
         if pad_spec:
+            if mode == "reduce-overhead" or backend == "cudagraphs":
+                raise ValueError(
+                    f"symshape.jit({name}): pad= with CUDA graphs (one captured graph per "
+                    "bucket) is not built yet. Fix: use pad= with backend='inductor' (one "
+                    "compile per bucket), or mode='reduce-overhead' without pad=."
+                )
             normalize_dims({k: dict.fromkeys(v, DYNAMIC) for k, v in pad_spec.items()}, fn, name)
             dims = pad_dims(dims, pad_spec)
         self._policy = Policy(dynamic=dynamic, dims=dims, name=name)

@@ -55,12 +55,17 @@ class Padding:
             shape = var.meta.shape
             for d, b in per.items():
                 e = shape[d] if -len(shape) <= d < len(shape) else None
-                if type(e) is not E.Symbol:
+                if e is None:
                     raise PaddingError(
-                        f"symshape.jit({self.name}): pad names {label}.size({d}), which this "
-                        f"trace has as {e} rather than a size of its own. Fix: pad a "
-                        "dimension the function takes at any size (not one a guard pins)."
+                        f"symshape.jit({self.name}): pad names {label} dim {d}, but {label} "
+                        f"has {len(shape)} dimensions"
                     )
+                if type(e) is not E.Symbol:  # a guard pinned it (a length of 1): nothing to pad
+                    log.info(
+                        "symshape: %s: %s.size(%d) is %s in this trace, which runs unpadded",
+                        self.name, label, d, e,
+                    )  # fmt: skip
+                    continue
                 info = next(i for i in env.symbols if i.symbol is e)
                 buckets[e] = b.bounded(info.declared[1])
         return PadPlan.of(env, buckets)

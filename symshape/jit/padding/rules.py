@@ -730,7 +730,7 @@ def _register() -> None:
         "aten_threshold_backward",
         "tril",
         "triu",
-    ]:
+    ]:  # elementwise by position: garbage stays in the padding
         if name in BY_NAME:
             RULES[name] = independent
     for name in [
@@ -753,11 +753,12 @@ def _register() -> None:
         "zeros_like",
         "ones_like",
         "empty_like",
-        "tensor",
-        "scalar_tensor",
     ]:
         if name in BY_NAME:
             RULES[name] = layout
+    for name in ("tensor", "scalar_tensor"):  # torch.tensor(x.size(1)) holds the true size
+        if name in BY_NAME:
+            RULES[name] = independent
     for name in ("view", "reshape", "flatten", "unflatten"):
         RULES[name] = reshape
     RULES["full"] = RULES["new_full"] = factory_fill
