@@ -425,6 +425,7 @@ def enc_trace(t: Trace) -> dict:
             for a in t.asserts
         ],
         "doc": t.doc,
+        "bounds": dict(t.bounds),
     }
 
 
@@ -513,6 +514,12 @@ def dec_trace(j: dict, constants: dict, what: str) -> Trace:
     if not isinstance(doc, str) or not all(line.isprintable() for line in doc.split("\n")):
         raise FormatError(f"{what}: its doc is not printable text")
     t = Trace(name, inputs, nodes, dec_value(j["output"], var, what), asserts, dict(constants), doc)
+    bounds = j.get("bounds", {})  # absent in files written before bounds were printed
+    if not isinstance(bounds, dict) or not all(
+        isinstance(k, str) and type(v) is int for k, v in bounds.items()
+    ):
+        raise FormatError(f"{what}: bounds must map symbol names to ints")
+    t.bounds = dict(bounds)
     try:
         t.lint()
     except AssertionError as e:
