@@ -128,6 +128,9 @@ def padded_with_backward(trace: Trace, run, backward: Trace, bw, grad, plan, pad
     syms = sorted(plan.symbols, key=lambda s: s.name)
     fwd = PaddedRun(trace, plan, keep=frozenset(range(n_out, n_out + n_saved)))
     bwd = PaddedRun(backward, plan)
+    be = padding.backend  # with a back end, each bucket's forward and backward compiled once
+    fwd_c = PaddedCompiled(fwd, be, padding.name, padding.owner) if be else None
+    bwd_c = PaddedCompiled(bwd, be, padding.name, padding.owner) if be else None
 
     def forward(*args):
         b = fwd.bindings(args)
@@ -135,7 +138,7 @@ def padded_with_backward(trace: Trace, run, backward: Trace, bw, grad, plan, pad
             return (*run(*args), 0, *(-1 for _ in syms))
         _count(padding)
         with torch.no_grad():
-            out = fwd.run(args, *b)
+            out = fwd_c(*args) if fwd_c is not None else fwd.run(args, *b)
         if not bwd.input_tags:  # the saved tensors come to the backward as laid out here
             bwd.input_tags = {i - n_out: t for i, t in fwd.output_tags.items()}
         return (*out, 1, *(b[1].get(s, -1) for s in syms))
@@ -147,8 +150,9 @@ def padded_with_backward(trace: Trace, run, backward: Trace, bw, grad, plan, pad
         if not extra[0]:
             return bw(args)
         known = {s: v for s, v in zip(syms, extra[1:]) if v >= 0}
-        b = bwd.bindings(args, known)
-        return bwd.run(tuple(args), *b)
+        if bwd_c is not None:
+            return bwd_c(*args, known=known)
+        return bwd.run(tuple(args), *bwd.bindings(args, known))
 
     fn = make_function(
         name, forward, backward_, n_out, n_saved, grad.diff_out,

@@ -34,50 +34,66 @@ class PaddedCompiled:
         self.run, self.backend, self.name, self.owner = run, backend, name, owner
         self.artifacts: dict = {}  # key (physical sizes) -> [(check, fn)]
 
-    def __call__(self, *args):
-        b = self.run.bindings(args)
+    def __call__(self, *args, known: dict | None = None):
+        """The outputs for ``args`` (``known``: true sizes a forward handed its
+        backward); None when a size is above its largest bucket."""
+        b = self.run.bindings(args, known)
         if b is None:
             return None
         phys, true = b
         padded = self.run.plan.symbols
-        key = tuple(sorted((s.name, v) for s, v in phys.items()))
+        tensors = self._tensors(args, phys, true)
+        # a graph per bucket, and per layout of what comes in: a backward's optional
+        # gradients may be None, and its saved tensors come in the forward's strides
+        layout = tuple(None if t is None else t.stride() for t in tensors)
+        key = (tuple(sorted((s.name, v) for s, v in phys.items())), layout)
         syms = sorted((s for s in true if s in padded), key=lambda s: s.name)
         values = [true[s] for s in syms]
         for check, fn in self.artifacts.get(key, ()):
             if check(values):
-                return self._call(fn, args, phys, true, values)
-        check, fn = self._compile(args, phys, true, syms)
+                return self._call(fn, tensors, phys, true, values)
+        check, fn = self._compile(args, tensors, phys, true, syms)
         self.artifacts.setdefault(key, []).append((check, fn))
-        return self._call(fn, args, phys, true, values)
+        return self._call(fn, tensors, phys, true, values)
 
-    def _call(self, fn, args, phys, true, values):
+    def _tensors(self, args, phys, true) -> list:
+        """The tensor arguments at their physical sizes (None where one is None)."""
         from symshape.jit.padding.rules import State
 
         st = State(_masks(self.run, phys, true), self.run.plan)
         padded = self.run.padded_inputs
         tensors = []
         for i, (v, a) in enumerate(zip(self.run.trace.inputs, args)):
-            if i in padded:
-                st.bind_input(v, a)
-                tensors.append(st.read(v))
-            elif isinstance(v.meta, TensorMeta):
-                tensors.append(a)
-        outs = fn(*tensors, *values)
+            if not isinstance(v.meta, TensorMeta):
+                continue  # ints go in as values
+            if a is not None and i in padded:
+                st.bind_input(v, a, self.run.input_tags.get(i))
+                a = st.read(v)
+            tensors.append(a)
+        return tensors
+
+    def _call(self, fn, tensors, phys, true, values):
+        outs = fn(*(t for t in tensors if t is not None), *values)
         return self._cut(outs, phys, true)
 
     def _cut(self, outs, phys, true):
+        """The outputs cut to their true sizes, but for the run's ``keep``
+        positions (a forward's saved tensors), which stay padded."""
         masks = _masks(self.run, phys, true)
+        keep = self.run.keep
         flat = iter(outs)
         result = []
-        for v in _leaves(self.run.trace.output):
+        for i, v in enumerate(_leaves(self.run.trace.output)):
             x = next(flat) if _is_value(v) else v
             tags = self.tags.get(id(v)) if _is_value(v) else None
-            if tags is not None and any(t is not None for t in tags):
+            if i in keep:
+                self.run.output_tags.setdefault(i, tags)
+            elif tags is not None and any(t is not None for t in tags):
                 x = cut(x, tags, masks).contiguous()
             result.append(x)
         return _rebuild(self.run.trace.output, iter(result))
 
-    def _compile(self, args, phys: dict, true: dict, syms: list):
+    def _compile(self, args, tensors: list, phys: dict, true: dict, syms: list):
         from torch._dispatch.python import enable_python_dispatcher
         from torch._dynamo.source import ConstantSource
         from torch._subclasses.fake_tensor import FakeTensorMode
@@ -93,19 +109,23 @@ class PaddedCompiled:
         for s in syms:
             sym = env.create_symbol(true[s], ConstantSource(s.name), dynamic_dim=DimDynamic.DYNAMIC)
             symints[s] = (env.create_symintnode(sym, hint=true[s]), sym)
-        fakes = []
-        with mode:
-            for v, a in zip(self.run.trace.inputs, args):
-                if isinstance(v.meta, TensorMeta):
-                    shape = [E.evaluate(e, phys) for e in v.meta.shape]
-                    fakes.append(torch.empty(shape, dtype=a.dtype, device=a.device))
+        with mode:  # fakes of the physical tensors, in their strides
+            fakes = [
+                torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
+                for t in tensors
+                if t is not None
+            ]
         sym_true = {**true, **{s: symints[s][0] for s in syms}}
         run, trace = self.run, self.run.trace
 
         def body(*a):
             tensors = iter(a[: len(fakes)])
             full = [
-                next(tensors) if isinstance(v.meta, TensorMeta) else _int_arg(v, x, sym_true)
+                _int_arg(v, x, sym_true)
+                if not isinstance(v.meta, TensorMeta)
+                else None
+                if x is None
+                else next(tensors)
                 for v, x in zip(trace.inputs, args)
             ]
             outs, self.tags = run.run_padded(full, phys, sym_true)

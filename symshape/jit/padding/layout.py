@@ -47,6 +47,30 @@ class PadDim:
         return r
 
 
+@dataclass(frozen=True, slots=True)
+class PadInt:
+    """A size that depends on a padded symbol: its physical and true values."""
+
+    phys: int
+    true: int
+
+
+def sizes(x, phys: bool):
+    """``x`` with each ``PadInt`` as its physical (``phys``) or true value."""
+    t = type(x)
+    if t is PadInt:
+        return x.phys if phys else x.true
+    if t is tuple:
+        return tuple(sizes(y, phys) for y in x)
+    if t is list:
+        return [sizes(y, phys) for y in x]
+    if t is slice:
+        return slice(*(sizes(y, phys) for y in (x.start, x.stop, x.step)))
+    if t is dict:
+        return {k: sizes(y, phys) for k, y in x.items()}
+    return x
+
+
 def merged(factors: list, padded) -> PadDim | None:
     """The tag of a dimension made of ``factors`` (None: nothing padded)."""
     marks = [padded(f) for f in factors]

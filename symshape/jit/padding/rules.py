@@ -24,7 +24,7 @@ import torch
 
 from symshape.ir.node import TensorMeta, Var
 from symshape.jit.padding.errors import PaddingError, refuse
-from symshape.jit.padding.layout import PadDim, merged, pad, padded_dims
+from symshape.jit.padding.layout import PadDim, PadInt, merged, pad, padded_dims, sizes
 from symshape.ops.registry import BY_NAME
 from symshape.sym import expr as E
 
@@ -43,8 +43,6 @@ class State:
         return self.env[id(v)]
 
     def bind_input(self, v: Var, a, tags: tuple | None = None) -> None:
-        from symshape.jit.padding.run import PadInt
-
         m = v.meta
         if isinstance(m, TensorMeta) and isinstance(a, torch.Tensor):
             if tags is None:  # an argument: padded at the end of each padded dimension
@@ -77,9 +75,7 @@ def _resolve(x, st: State):
 
 
 def _ints(x, phys: bool):
-    from symshape.jit.padding.run import _map_ints
-
-    return _map_ints(x, phys)
+    return sizes(x, phys)
 
 
 def _fn(n):
@@ -191,7 +187,7 @@ def factory_fill(st: State, n, a, kw):
 
 def arange(st: State, n, a, kw):
     ints = [x for x in a if not isinstance(x, torch.Tensor)]
-    if len(ints) > 1 and type(ints[0]).__name__ == "PadInt":
+    if len(ints) > 1 and isinstance(ints[0], PadInt):
         raise refuse(n, "starts at a padded size: its values would shift")
     return layout(st, n, a, kw)
 
@@ -530,6 +526,39 @@ def cat(st: State, n, a, kw):
     return independent_no_check(st, n, a, kw)
 
 
+def constant_pad(st: State, n, a, kw):
+    """``F.pad`` (and its gradient, the negative pad): along a padded dimension
+    the true part moves by the left pad, and the right pad's values are written
+    right after it, where the physical tensor held padding."""
+    src = n.args[0]
+    tags, rank = st.tags_of(src), src.meta.ndim
+    pads = list(a[1])
+    if n.op.name == "constant_pad_nd":
+        mode, value = "constant", _arg(a, kw, 2, "value", 0)
+    else:
+        mode, value = _arg(a, kw, 2, "mode", "constant"), _arg(a, kw, 3, "value", None)
+    hit = [rank - 1 - i for i in range(len(pads) // 2)]
+    hit = [d for d in hit if tags is not None and tags[d] is not None]
+    if any(isinstance(p, PadInt) for p in pads):
+        raise refuse(n, "pads by an amount computed from a padded size")
+    if not hit:
+        return independent_no_check(st, n, a, kw)
+    if mode != "constant":
+        raise refuse(n, f"pads a padded dimension in {mode!r} mode: it would read the padding")
+    if any(len(tags[d].factors) > 1 for d in hit):
+        raise refuse(n, "pads a dimension merged from a padded one")
+    y = independent_no_check(st, n, a, kw)
+    for d in hit:
+        left, right = pads[2 * (rank - 1 - d)], pads[2 * (rank - 1 - d) + 1]
+        if right > 0:  # the fill goes right after the true part
+            true = st.masks.size(src.meta.shape[d], physical=False) + left
+            shape = [1] * y.dim()
+            shape[d] = y.shape[d]
+            keep = (torch.arange(y.shape[d], device=y.device) < true).view(shape)
+            y = torch.where(keep, y, y.new_full((), 0 if value is None else value))
+    return y
+
+
 def independent_no_check(st: State, n, a, kw):
     return _fn(n)(*_ints(a, False), **_ints(kw, False))
 
@@ -539,10 +568,10 @@ def split(st: State, n, a, kw):
     that ends with the padding (the gradient of a ``cat``)."""
     dim = kw.get("dim", a[2] if len(a) > 2 else 0) % n.args[0].meta.ndim
     if _padded_in(st, n, 0, [dim]):
-        sizes = a[1]
-        if n.op.name != "split_with_sizes" and not isinstance(sizes, (list, tuple)):
+        parts = a[1]
+        if n.op.name != "split_with_sizes" and not isinstance(parts, (list, tuple)):
             raise refuse(n, "splits a padded dimension into equal parts")
-        if any(type(p).__name__ == "PadInt" for p in sizes[:-1]):
+        if any(isinstance(p, PadInt) for p in parts[:-1]):
             raise refuse(n, "splits a padded dimension with the padding not in the last part")
     return layout(st, n, a, kw)
 
@@ -695,6 +724,59 @@ def nll_backward(st: State, n, a, kw):
     return zero_padding(st, n, tuple(a), kw)
 
 
+# fmt: off
+# op names per family (those this release lacks are skipped)
+_FAMILIES = (
+    (lambda: independent,  # elementwise by position: garbage stays in the padding
+     "gelu silu relu relu6 tanh sigmoid softplus leaky_relu elu hardtanh mish hardswish "
+     "hardsigmoid clone detach to type_as masked_fill where pow aten_gelu_backward "
+     "aten_tanh_backward aten_sigmoid_backward aten_silu_backward aten_threshold_backward "
+     "tril triu tensor scalar_tensor"),  # torch.tensor(x.size(1)): the true size
+    (lambda: layout,
+     "contiguous expand expand_as permute transpose t unsqueeze squeeze movedim swapaxes "
+     "zeros ones empty new_zeros new_ones new_empty zeros_like ones_like empty_like"),
+    (lambda: reshape, "view reshape flatten unflatten"),
+    (lambda: factory_fill, "full new_full"),
+    (lambda: arange, "arange"),
+    (lambda: mean, "mean"),
+    (lambda: variance, "var std var_mean std_mean"),
+    (lambda: contraction(_matmul_pairs), "matmul mm"),
+    (lambda: contraction(lambda n: [((0, 2), (1, 1))]), "bmm"),
+    (lambda: contraction(lambda n: [((1, 1), (2, 0))]), "addmm"),
+    (lambda: contraction(lambda n: [((0, -1), (1, -1))]), "linear"),
+    (lambda: dropout, "dropout"),
+    (lambda: norm_rowwise, "layer_norm aten_native_layer_norm rms_norm"),
+    (lambda: embedding, "embedding"),
+    (lambda: gather, "gather"),
+    (lambda: getitem, "getitem"),
+    (lambda: index_backward, "index_backward"),
+    (lambda: cat, "cat"),
+    (lambda: constant_pad, "pad constant_pad_nd"),
+    (lambda: split, "split split_with_sizes chunk"),
+    (lambda: attention, "scaled_dot_product_attention scaled_dot_product_flash_attention_for_cpu"),
+    (lambda: nll_loss, "nll_loss_nd aten_nll_loss_forward cross_entropy_loss"),
+    (lambda: nll_backward, "aten_nll_loss_backward"),
+    (lambda: attention_backward, "aten__scaled_dot_product_flash_attention_for_cpu_backward"),
+    (lambda: zero_padding,  # backward ops that sum over rows
+     "aten_native_layer_norm_backward aten_embedding_dense_backward "
+     "aten__log_softmax_backward_data softmax_backward_data vjp_softmax_backward_data "
+     "aten_convolution_backward aten_max_pool2d_with_indices_backward "
+     "aten_avg_pool2d_backward add_output_grad"),
+    (lambda: conv, "conv1d conv2d"),
+    (lambda: pool(-INF), "max_pool1d max_pool2d"),
+    (lambda: pool(0), "avg_pool1d avg_pool2d"),
+)
+# reductions: the identity their padding is set to
+_IDENTITIES = {
+    "sum": 0, "nansum": 0, "cumsum": 0, "prod": 1, "cumprod": 1, "all": True, "any": False,
+    "amax": -INF, "max": -INF, "max_dim": -INF, "argmax": -INF, "cummax": -INF,
+    "amin": INF, "min": INF, "min_dim": INF, "argmin": INF, "cummin": INF,
+    "logsumexp": -INF, "special_logsumexp": -INF, "logcumsumexp": -INF, "softmax": -INF,
+    "safe_softmax": -INF, "special_softmax": -INF, "log_softmax": -INF,
+    "special_log_softmax": -INF,
+}
+# fmt: on
+
 RULES: dict = {}
 
 
@@ -702,119 +784,14 @@ def _register() -> None:
     for name, op in BY_NAME.items():
         if "elementwise" in op.tags or "cast" in op.tags:
             RULES[name] = independent
-    for name in [
-        "gelu",
-        "silu",
-        "relu",
-        "relu6",
-        "tanh",
-        "sigmoid",
-        "softplus",
-        "leaky_relu",
-        "elu",
-        "hardtanh",
-        "mish",
-        "hardswish",
-        "hardsigmoid",
-        "clone",
-        "detach",
-        "to",
-        "type_as",
-        "masked_fill",
-        "where",
-        "pow",
-        "aten_gelu_backward",
-        "aten_tanh_backward",
-        "aten_sigmoid_backward",
-        "aten_silu_backward",
-        "aten_threshold_backward",
-        "tril",
-        "triu",
-    ]:  # elementwise by position: garbage stays in the padding
+    for make, names in _FAMILIES:
+        rule = make()
+        for name in names.split():
+            if name in BY_NAME:
+                RULES[name] = rule
+    for name, identity in _IDENTITIES.items():
         if name in BY_NAME:
-            RULES[name] = independent
-    for name in [
-        "contiguous",
-        "expand",
-        "expand_as",
-        "permute",
-        "transpose",
-        "t",
-        "unsqueeze",
-        "squeeze",
-        "movedim",
-        "swapaxes",
-        "zeros",
-        "ones",
-        "empty",
-        "new_zeros",
-        "new_ones",
-        "new_empty",
-        "zeros_like",
-        "ones_like",
-        "empty_like",
-    ]:
-        if name in BY_NAME:
-            RULES[name] = layout
-    for name in ("tensor", "scalar_tensor"):  # torch.tensor(x.size(1)) holds the true size
-        if name in BY_NAME:
-            RULES[name] = independent
-    for name in ("view", "reshape", "flatten", "unflatten"):
-        RULES[name] = reshape
-    RULES["full"] = RULES["new_full"] = factory_fill
-    RULES["arange"] = arange
-    for name, ident in (
-        ("sum", 0), ("prod", 1), ("amax", -INF), ("amin", INF), ("max", -INF), ("min", INF),
-        ("logsumexp", -INF), ("softmax", -INF), ("log_softmax", -INF), ("argmax", -INF),
-        ("argmin", INF), ("all", True), ("any", False), ("cumsum", 0), ("max_dim", -INF),
-        ("min_dim", INF), ("nansum", 0), ("cumprod", 1), ("cummax", -INF), ("cummin", INF),
-        ("logcumsumexp", -INF), ("safe_softmax", -INF), ("special_softmax", -INF),
-        ("special_log_softmax", -INF), ("special_logsumexp", -INF),
-    ):  # fmt: skip
-        if name in BY_NAME:
-            RULES[name] = reducing(ident)
-    RULES["mean"] = mean
-    for name in ("var", "std", "var_mean", "std_mean"):
-        RULES[name] = variance
-    RULES["matmul"] = RULES["mm"] = contraction(_matmul_pairs)
-    RULES["bmm"] = contraction(lambda n: [((0, 2), (1, 1))])
-    RULES["addmm"] = contraction(lambda n: [((1, 1), (2, 0))])
-    RULES["linear"] = contraction(lambda n: [((0, -1), (1, -1))])
-    RULES["dropout"] = dropout
-    for name in ("layer_norm", "aten_native_layer_norm", "rms_norm"):
-        RULES[name] = norm_rowwise
-    RULES["embedding"] = embedding
-    RULES["gather"] = gather
-    RULES["getitem"] = getitem
-    RULES["index_backward"] = index_backward
-    RULES["cat"] = cat
-    for name in ("split", "split_with_sizes", "chunk"):
-        RULES[name] = split
-    for name in ("scaled_dot_product_attention", "scaled_dot_product_flash_attention_for_cpu"):
-        RULES[name] = attention
-    RULES["nll_loss_nd"] = RULES["aten_nll_loss_forward"] = nll_loss
-    RULES["cross_entropy_loss"] = nll_loss
-    RULES["aten_nll_loss_backward"] = nll_backward
-    RULES["aten__scaled_dot_product_flash_attention_for_cpu_backward"] = attention_backward
-    for name in [
-        "aten_native_layer_norm_backward",
-        "aten_embedding_dense_backward",
-        "aten__log_softmax_backward_data",
-        "softmax_backward_data",
-        "vjp_softmax_backward_data",
-        "aten_convolution_backward",
-        "aten_max_pool2d_with_indices_backward",
-        "aten_avg_pool2d_backward",
-        "add_output_grad",
-    ]:
-        if name in BY_NAME:
-            RULES[name] = zero_padding
-    for name in ("conv1d", "conv2d"):
-        RULES[name] = conv
-    for name in ("max_pool1d", "max_pool2d"):
-        RULES[name] = pool(-INF)
-    for name in ("avg_pool1d", "avg_pool2d"):
-        RULES[name] = pool(0)
+            RULES[name] = reducing(identity)
 
 
 _register()

@@ -10,8 +10,6 @@ padded tensor or size refuses (``PaddingError``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
 from symshape.ir.node import ASSERT, CONST, SYM, TensorMeta, Var, map_vars
@@ -20,31 +18,8 @@ from symshape.ir.trace import Trace
 from symshape.jit.padding import rules
 from symshape.jit.padding.buckets import PadPlan
 from symshape.jit.padding.errors import PaddingError
-from symshape.jit.padding.layout import Masks, PadDim, cut, pad
+from symshape.jit.padding.layout import Masks, PadDim, PadInt, cut, pad, sizes
 from symshape.sym import expr as E
-
-
-@dataclass(frozen=True, slots=True)
-class PadInt:
-    """A size that depends on a padded symbol: its physical and true values."""
-
-    phys: int
-    true: int
-
-
-def _map_ints(x, phys: bool):
-    t = type(x)
-    if t is PadInt:
-        return x.phys if phys else x.true
-    if t is tuple:
-        return tuple(_map_ints(y, phys) for y in x)
-    if t is list:
-        return [_map_ints(y, phys) for y in x]
-    if t is slice:
-        return slice(*(_map_ints(y, phys) for y in (x.start, x.stop, x.step)))
-    if t is dict:
-        return {k: _map_ints(y, phys) for k, y in x.items()}
-    return x
 
 
 class PaddedRun:
@@ -138,7 +113,7 @@ class PaddedRun:
         value (by id of its Var), for a caller that cuts them itself."""
         st = self._interpret(args, phys, true)
         out = map_vars(self.trace.output, st.read)
-        return _map_ints(out, False), st.tags
+        return sizes(out, False), st.tags
 
     def _interpret(self, args, phys: dict, true: dict):
         masks = Masks(phys, true, self.plan.padded, None)
@@ -155,12 +130,12 @@ class PaddedRun:
         for n in self.trace.nodes:
             if n.op is SYM:
                 expr, pairs = n.args
-                p = E.evaluate(expr, {s: _map_ints(st.read(v), True) for s, v in pairs})
-                t = E.evaluate(expr, {s: _map_ints(st.read(v), False) for s, v in pairs})
+                p = E.evaluate(expr, {s: sizes(st.read(v), True) for s, v in pairs})
+                t = E.evaluate(expr, {s: sizes(st.read(v), False) for s, v in pairs})
                 st.env[id(n.outputs[0])] = PadInt(p, t) if self.plan.padded(expr) else p
             elif n.op is ASSERT:
                 cond, index, pairs = n.args
-                values = {s: _map_ints(st.read(v), False) for s, v in pairs}
+                values = {s: sizes(st.read(v), False) for s, v in pairs}
                 if not E.evaluate(cond, values):
                     fail(index, **{v.name: values[s] for s, v in pairs})
             elif n.op is CONST:
