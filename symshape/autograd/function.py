@@ -29,6 +29,7 @@ def make_function(
     grad_in: list,
     n_in: int,
     optional: list | None = None,
+    fresh: list | None = None,
 ):
     """An autograd.Function running ``forward``/``backward``.
 
@@ -37,7 +38,9 @@ def make_function(
     ``grad_in``: positions of the forward inputs it returns gradients for;
     ``optional``: per ``diff_out``, whether the backward takes None for that
     output's gradient (nothing used the output): autograd then makes no zeros
-    for it, and only the others are filled with zeros when absent."""
+    for it, and only the others are filled with zeros when absent.
+    ``fresh``: positions of outputs that may view a tensor the forward made
+    (``own_memory``)."""
     lazy = optional is not None and any(optional)
     needed = [i for i, o in zip(diff_out, optional or [False] * len(diff_out)) if not o]
 
@@ -46,6 +49,8 @@ def make_function(
         ctx.save_for_backward(*res[n_out : n_out + n_saved])
         ctx.sizes = res[n_out + n_saved :]
         outs = res[:n_out]
+        if fresh:
+            outs = own_memory(outs, fresh, args)
         diff = {id(outs[i]) for i in diff_out}
         ctx.mark_non_differentiable(
             *(o for o in outs if isinstance(o, torch.Tensor) and id(o) not in diff)
@@ -79,6 +84,30 @@ def make_function(
         (torch.autograd.Function,),
         {"forward": staticmethod(fwd), "backward": staticmethod(bwd)},
     )
+
+
+def own_memory(outs, fresh: list, args: tuple) -> tuple:
+    """``outs`` with each output at ``fresh`` that views a tensor the forward made
+    copied into memory of its own, in the view's strides: autograd forbids
+    modifying a custom Function's view outputs in place, which eager allows.
+    A view of an input or of another output stays: the caller makes it again
+    outside the Function (``jit/frontend/tracer.py``'s ``_passing_inputs_through``),
+    so that it aliases what it aliases in eager."""
+    outs, ptrs = list(outs), None
+    for i in fresh:
+        o = outs[i]
+        if not (isinstance(o, torch.Tensor) and o._is_view()):
+            continue
+        base = o._base
+        if any(base is x for x in outs):
+            continue
+        if ptrs is None:
+            ptrs = {a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)}
+        if base.untyped_storage().data_ptr() in ptrs:
+            continue
+        copy = torch.empty_strided(o.size(), o.stride(), dtype=o.dtype, device=o.device)
+        outs[i] = copy.copy_(o)
+    return tuple(outs)
 
 
 def _zeros_where_needed(zeros: dict, gouts: tuple) -> list:

@@ -213,6 +213,37 @@ def test_a_returned_view_of_an_input_can_be_modified_in_place(fn):
         torch.testing.assert_close(leaf_j.grad, leaf_e.grad)
 
 
+# 27. ... and a returned view of a tensor the function made: alone, beside its
+# base (modifying one changes the other), or beside another view of the same base
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: (x * 2)[0],
+        lambda x: (x.cos()[:, 1:], x.sum()),
+        lambda x: (lambda y: (y, y[0]))(x * 2),
+        lambda x: (lambda y: (y[0], y))(x.sin()),
+        lambda x: (lambda y: (y[0], y[1:]))(x * 3),
+        lambda x: (x * 2).t()[0],
+    ],
+)
+def test_a_returned_view_of_a_made_tensor_can_be_modified_in_place(fn):
+    jf = symshape.jit(fn, dynamic=True)
+    for n in (3, 5, 8):
+        xe = torch.randn(n, 4, requires_grad=True)
+        xj = xe.detach().clone().requires_grad_(True)
+        oe, oj = fn(xe), jf(xj)
+        oe, oj = (oe,) if torch.is_tensor(oe) else oe, (oj,) if torch.is_tensor(oj) else oj
+        for e, j in zip(oe, oj):
+            assert j.stride() == e.stride() and j.shape == e.shape
+        oe[0].mul_(2).add_(1)
+        oj[0].mul_(2).add_(1)
+        for e, j in zip(oe, oj):  # what aliases the modified view changed with it
+            torch.testing.assert_close(j, e)
+        sum(o.float().sum() * (k + 1) for k, o in enumerate(oe)).backward()
+        sum(o.float().sum() * (k + 1) for k, o in enumerate(oj)).backward()
+        torch.testing.assert_close(xj.grad, xe.grad)
+
+
 # 21. the globals of helper functions the traced code calls are guarded too
 TEMP = 10.0
 OFFSET = torch.zeros(1)

@@ -12,6 +12,7 @@ import random
 import sys
 import time
 import types
+from collections import Counter
 from dataclasses import dataclass, field
 
 import torch
@@ -659,15 +660,33 @@ def with_backward(env, trace: Trace, run, grad: _Grad, name: str, backend=None):
         [trace.inputs.index(v) for v in grad.inputs],
         len(trace.inputs),
         grad.backward.optional if backend is None else None,
+        views_of_made(trace, grad.n_out, Storages(trace)),
     )
     return _passing_inputs_through(fn.apply, trace, grad.n_out), backward
 
 
+def views_of_made(trace: Trace, n_out: int, storages: Storages) -> list[int]:
+    """Positions of the outputs that may view a tensor the trace made (not an
+    input): those whose memory the trace may share with another of its values."""
+    members = Counter(storages.find(id(v)) for n in trace.nodes for v in n.outputs)
+    inputs = {storages.find(id(v)) for v in trace.inputs}
+    return [
+        i
+        for i, v in enumerate(trace.output[:n_out])
+        if type(v) is Var
+        and isinstance(v.meta, TensorMeta)
+        and storages.find(id(v)) not in inputs
+        and members[storages.find(id(v))] > 1
+    ]
+
+
 def _passing_inputs_through(apply, trace: Trace, n_out: int):
-    """``apply`` returning outputs that alias an input as eager does: an input
-    itself as the caller's object, and a view of an input as a view made outside
-    the autograd.Function (its outputs that are views cannot be modified in
-    place; AOTAutograd regenerates such views the same way)."""
+    """``apply`` returning outputs that alias an input or another output as eager
+    does: an input itself as the caller's object, and a view of an input or of
+    another output as a view made outside the autograd.Function (its outputs
+    that are views cannot be modified in place; AOTAutograd regenerates such
+    views the same way). Views of other tensors the forward made come out of
+    the Function in memory of their own (``autograd.function.own_memory``)."""
     where = {id(v): k for k, v in enumerate(trace.inputs)}
     pairs = [(i, where[id(v)]) for i, v in enumerate(trace.output[:n_out]) if id(v) in where]
     storages = Storages(trace)
@@ -681,7 +700,8 @@ def _passing_inputs_through(apply, trace: Trace, n_out: int):
         for i, v in enumerate(trace.output[:n_out])
         if id(v) not in where and storages.find(id(v)) in roots and isinstance(v.meta, TensorMeta)
     ]
-    if not pairs and not views:
+    of_outputs = views_of_made(trace, n_out, storages)
+    if not pairs and not views and not of_outputs:
         return apply
 
     def run(*args):
@@ -697,6 +717,12 @@ def _passing_inputs_through(apply, trace: Trace, n_out: int):
                 and o.untyped_storage().data_ptr() == a.untyped_storage().data_ptr() != 0
             ):
                 out[i] = a.as_strided(o.size(), o.stride(), o.storage_offset())
+        for i in of_outputs:
+            o = out[i]
+            if type(o) is torch.Tensor and o._is_view():
+                j = next((j for j, x in enumerate(out) if x is o._base), None)
+                if j is not None:  # a view of another output (own_memory left it)
+                    out[i] = out[j].as_strided(o.size(), o.stride(), o.storage_offset())
         return tuple(out)
 
     return run
