@@ -12,7 +12,6 @@ import traceback
 
 import pytest
 import torch
-from torch import nn
 
 import symshape
 
@@ -118,23 +117,6 @@ def second_order_gradient():
         return torch.autograd.grad(y, x, create_graph=True)[0]  # <- here
 
     J(grad_of, dynamic=True)(torch.randn(3, requires_grad=True))
-
-
-@case(names="state")
-def tensor_stored_in_an_object_a_module_holds():
-    class Holder:
-        pass
-
-    class Keeps(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.state = Holder()
-
-        def forward(self, x):
-            self.state.last = x * 2
-            return x
-
-    J(Keeps(), dynamic=True)(torch.randn(3))
 
 
 @case(eager_message=True)

@@ -25,6 +25,7 @@ from symshape.ops._helpers import (
     concrete,
     generator_kw,
     is_tensor,
+    numel,
     require,
     sym_tuple,
 )
@@ -408,6 +409,8 @@ def _tensor_from(ctx, op, data, dtype, device, options, emit_args=()):
         dtype = torch.from_numpy(data.reshape(-1)[:0]).dtype  # eager's dtype for it
         data, options = data.tolist(), {"dtype": dtype, **options}
     data = _ranges_as_lists(data)
+    if not emit_args and isinstance(data, (list, tuple)) and _holds_arrays(data):
+        return _from_items(ctx, data, device, options)
     if is_tensor(data):  # a copy, as eager does (with a warning)
         m = ctx.meta(data)
         dtype, device, rg, _, kw = _options(op, options, m.dtype, m.device)
@@ -415,6 +418,85 @@ def _tensor_from(ctx, op, data, dtype, device, options, emit_args=()):
     shape, kind = _scan(data)
     dtype, device, rg, _, kw = _options(op, options, dtype or _data_dtype(kind), device)
     return ctx.emit(op, (*emit_args, data), kw, _meta(ctx, shape, dtype, device, rg))
+
+
+def _items(data):
+    if isinstance(data, (list, tuple)):
+        for x in data:
+            yield from _items(x)
+    else:
+        yield data
+
+
+def _holds_arrays(data) -> bool:
+    """Does nested list ``data`` hold tensors, NumPy arrays or NumPy scalars?"""
+    np = sys.modules.get("numpy")
+    kinds = (torch.Tensor, np.ndarray, np.generic) if np is not None else (torch.Tensor,)
+    return any(isinstance(x, kinds) for x in _items(data))
+
+
+def _item_dtype(x) -> torch.dtype:
+    """What eager's ``torch.tensor`` infers for one item of a list (its
+    ``infer_scalar_type``): a tensor's dtype, NumPy's, or a Python number's."""
+    if is_tensor(x):
+        return x.dtype
+    if isinstance(x, (bool, torch.SymBool)):
+        return torch.bool
+    if isinstance(x, (int, torch.SymInt)):
+        return torch.int64
+    if isinstance(x, (float, torch.SymFloat)):
+        return torch.get_default_dtype()
+    if isinstance(x, complex):
+        return _complex_of(torch.get_default_dtype())
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(x, (np.ndarray, np.generic)):
+        return torch.from_numpy(np.asarray(x).reshape(-1)[:0]).dtype
+    raise TypeError(f"Could not infer dtype of {type(x).__name__}")
+
+
+def _from_items(ctx, data, device, options):
+    """``torch.tensor([t, 2.0, np.ones(3)])``: eager reads each one-element
+    tensor's value (``.item()``, no gradient) and each array's values, at the
+    dtype its items promote to. Traced as the items stacked."""
+    from symshape.ops.nn import decompose, expect
+
+    if set(options) - {"dtype", "device"}:
+        raise unsupported_form(
+            f"torch.tensor() of a list holding tensors or arrays, with {sorted(options)}: "
+            "build it with torch.stack(...) instead"
+        )
+    dtype = options.get("dtype")
+    if dtype is None:
+        items = list(_items(data))
+        dtype = _item_dtype(items[0])
+        for x in items[1:]:
+            dtype = torch.promote_types(dtype, _item_dtype(x))
+
+    def one(x):
+        if is_tensor(x):
+            expect(
+                ctx,
+                L.eq(numel(ctx.meta(x).shape), 1),
+                lambda: ValueError("only one element tensors can be converted to Python scalars"),
+            )
+            return x.detach().reshape(()).to(device=device, dtype=dtype)
+        if not isinstance(x, (bool, int, float, complex, torch.SymInt, torch.SymFloat)):
+            x = x.tolist()  # NumPy's: its values as Python's (the dtype is decided above)
+        return torch.tensor(x, dtype=dtype, device=device)
+
+    def nested(d):
+        if isinstance(d, (list, tuple)):
+            parts = [nested(x) for x in d]
+            if not parts:
+                return torch.zeros(0, dtype=dtype, device=device)
+            if len({p.dim() for p in parts}) > 1 or len({tuple(p.shape) for p in parts}) > 1:
+                raise ValueError(
+                    f"expected sequence of equal lengths, got {[len(p) for p in parts]}"
+                )
+            return torch.stack(parts)
+        return one(d)
+
+    return decompose(ctx, nested, data)
 
 
 @register("tensor", "torch.tensor")

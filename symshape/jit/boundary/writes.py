@@ -36,6 +36,8 @@ def shallow(c) -> tuple:
         return ("list", list(c))
     if t is dict or (isinstance(c, dict) and not _instance_dict(c)):
         return ("dict", list(c.items()))  # a defaultdict, an OrderedDict, a Counter too
+    if t is set or (isinstance(c, set) and not _instance_dict(c)):
+        return ("set", list(c))
     d = _instance_dict(c)
     slots = [(n, getattr(c, n, _MISSING)) for n in _slots(t)]
     return ("obj", dict(d) if d is not None else None, slots)
@@ -50,6 +52,9 @@ def restore(c, state: tuple) -> None:
         base.clear(c)
         for k, v in state[1]:
             base.__setitem__(c, k, v)
+    elif kind == "set":
+        set.clear(c)
+        set.update(c, state[1])
     else:
         d = _instance_dict(c)
         if d is not None and (
@@ -79,6 +84,9 @@ def changes(c, before: tuple) -> list:
         if len(a) != len(b) or any(k1 != k2 or v1 is not v2 for (k1, v1), (k2, v2) in zip(a, b)):
             return [("dict", None, dict(b))]
         return []
+    if kind == "set":
+        a, b = {id(x) for x in before[1]}, now[1]
+        return [("set", None, b)] if len(a) != len(b) or any(id(x) not in a for x in b) else []
     out = []
     a, b = before[1] or {}, now[1] or {}
     for k, v in b.items():
@@ -154,9 +162,13 @@ class Replay:
                 object.__delattr__(obj, key)
             elif kind == "list":
                 obj[:] = v
-            elif kind == "dict":
+            elif kind in ("dict", "set"):
                 obj.clear()
                 obj.update(v)
+            elif kind == "add":  # a set added to
+                obj.add(v)
+            elif kind == "discard":
+                obj.discard(v)
             elif kind == "module":  # nn.Module.__setattr__: a plain attribute of a module
                 setattr(obj, key, v)
             elif kind == "item":  # a global name (its module's dict), a dict's key

@@ -44,6 +44,7 @@ from symshape.jit.guards.globals_guard import (
     GlobalWrites,
     cell_contents,
     hook_functions,
+    small_changes,
     users_function,
 )
 from symshape.jit.guards.prologue import Builder, Prologue
@@ -241,6 +242,9 @@ class _Watch:
         ):  # snapshot at its first read: what the trace saw, before any write of its own
             self.read_objects[id(value)] = ObjectGuard(value, attr)
             self.read_states.append((value, shallow(value)))
+            for c in _held_containers(value):  # `self.state.seen.add(...)`: written too
+                if all(c is not o for o, _ in self.read_states):
+                    self.read_states.append((c, shallow(c)))
 
     def record_class(self, mod, owner, attr) -> None:
         self.class_reads.append((mod, owner, attr))
@@ -392,6 +396,7 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
         ctx.split, ctx.env.on_data = None, None  # the rest (outputs, backward) reads nothing
         if ran.pending is None:
             stores = _stores(b, swapped.writes(), w.writes, slot_writes()) + stored
+            stores += _container_writes(b, w.read_states)
             held = global_writes.containers if global_writes is not None else ()
             ran.output, ran.out_spec, ran.replay = _output(ctx, result, b, stores, held)
         else:  # only the prefix runs from this trace: its Python writes are undone
@@ -402,6 +407,39 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
             gg.settle()
         _grad_mode_kept(grad, name, ran.pending is None)
     return ran
+
+
+def _held_containers(value, depth: int = 2) -> list:
+    """The lists, dicts, sets and plain objects a plain object holds in its
+    attributes (and a container in its items), ``depth`` levels down."""
+    if depth == 0:
+        return []
+    if is_plain_object(value):
+        items = list(vars(value).values()) if hasattr(value, "__dict__") else []
+    elif type(value) in (list, dict):
+        items = list(value.values()) if type(value) is dict else list(value)
+    else:
+        return []
+    out = []
+    for v in items:
+        if type(v) in (list, dict, set) or is_plain_object(v):
+            out.append(v)
+            out += _held_containers(v, depth - 1)
+    return out
+
+
+def _container_writes(b: Builder, read_states: list) -> list:
+    """What the call wrote into the lists, dicts, sets and objects it read off its
+    modules (``self.seen.add(x.shape)``, ``self.log.append(y)``), as writes replayed
+    after every call with that call's values; each is put back as it was, so no
+    traced value stays in it. What the trace read of them stays guarded."""
+    out = []
+    for obj, before in read_states:
+        found = small_changes(obj, before)
+        if found:
+            out.extend((b.const(obj, "_w"), kind, key, v) for kind, key, v in found)
+            restore(obj, before)
+    return out
 
 
 def _grad_mode_kept(grad: bool, name: str, complete: bool) -> None:
@@ -628,6 +666,8 @@ def _guard_python_state(b: Builder, fn, module, inputs: tuple):
         fns.append(forward)  # the user's own module (an installed package's is not)
     fns += hook_functions([module] if module is not None else b.roots)
     classes = {type(c) for c, _ in b.tracked.values()}  # `a + b` runs Variable.__add__
+    if isinstance(module, nn.Module):  # the user's submodules' methods: globals, defaults
+        classes |= {type(m) for m in module.modules()}
     gg = GlobalsGuard(*fns, classes=classes) if fns else None
     if gg:  # snapshot before the call; settled after it
         for label, mod in gg.modules():

@@ -34,7 +34,10 @@ class GlobalsGuard:
     library or installed packages). Fast path: each globals dict's version, the
     cells' contents by identity, each object's own state guard."""
 
-    __slots__ = ("all_cells", "cells", "classes", "label", "loaded", "objects", "scopes", "stored")
+    __slots__ = (
+        "all_cells", "cells", "classes", "defaults", "label", "loaded", "objects", "scopes",
+        "stored",
+    )  # fmt: skip
 
     def __init__(self, *fns: types.FunctionType, classes=()):
         """``fns``: the traced function (first, when it is one) and the module
@@ -49,6 +52,13 @@ class GlobalsGuard:
             self.scopes.append([g, {n: snapshot(g[n]) for n in sorted(names)}, dict_version(g)])
             if stored:
                 self.stored.append((g, stored))
+        # the default arguments of every function reached, by identity (a call that
+        # leaves one out reads it: `f.__defaults__ = (5,)` must not reuse the trace)
+        self.defaults = [
+            (f, f.__defaults__, _kwdefaults(f))
+            for f in reached
+            if f.__defaults__ is not None or f.__kwdefaults__
+        ]
         # the closure cells of every function reached (a helper's nonlocal counter too)
         self.all_cells = _unique_cells(reached)
         # names whose value the code reads, not only writes: guarded even if written
@@ -75,7 +85,7 @@ class GlobalsGuard:
         self.classes = list(guards.values())
 
     def __bool__(self) -> bool:
-        return bool(self.cells or any(names for _, names, _ in self.scopes))
+        return bool(self.cells or self.defaults or any(names for _, names, _ in self.scopes))
 
     def modules(self) -> list:
         """``(name, module)`` for the nn.Modules it reads (globals, then closure cells)."""
@@ -115,6 +125,7 @@ class GlobalsGuard:
             and all(c.cell_contents is v for _, c, v, _ in self.cells)
             and all(g(g.value) for g in self.objects)
             and all(c.fast() for c in self.classes)
+            and all(_same_defaults(*d) for d in self.defaults)
         ):
             return True
         if self.why() is None:
@@ -144,6 +155,8 @@ class GlobalsGuard:
             if r is not None:
                 return r
             c.refresh()
+        for f, *_ in (d for d in self.defaults if not _same_defaults(*d)):
+            return f"the default arguments of {f.__qualname__} changed"
         return None
 
 
@@ -163,7 +176,7 @@ class GlobalWrites:
         self.containers = [
             (g.value, shallow(g.value))
             for g in gg.objects
-            if isinstance(g.value, (list, dict)) or is_plain_object(g.value)
+            if isinstance(g.value, (list, dict, set)) or is_plain_object(g.value)
         ]
 
     def take(self, const) -> list:
@@ -189,14 +202,14 @@ class GlobalWrites:
                 else:
                     c.cell_contents = old
         for c, before in self.containers:
-            found = _changes(c, before)
+            found = small_changes(c, before)
             if found:
                 out.extend((const(c), kind, key, v) for kind, key, v in found)
                 restore(c, before)
         return out
 
 
-def _changes(c, before: tuple) -> list:
+def small_changes(c, before: tuple) -> list:
     """``changes`` made as small as the call made them, so that what was there
     before the call is not written back from the trace: a list extended
     (``LOG.append(y)``), a dict's keys set or deleted, an object's attributes."""
@@ -211,7 +224,28 @@ def _changes(c, before: tuple) -> list:
         if list(new)[: len(old)] == [k for k in old if k in new]:  # no key moved
             out = [("item", k, v) for k, v in new.items() if old.get(k, _MISSING) is not v]
             return out + [("delitem", k, None) for k in old if k not in new]
+    elif kind == "set":  # `SEEN.add(key)`: its additions and removals, by identity
+        old, new = before[1], list(c)
+        was, now = {id(x) for x in old}, {id(x) for x in new}
+        out = [("add", None, x) for x in new if id(x) not in was]
+        return out + [("discard", None, x) for x in old if id(x) not in now]
     return changes(c, before)
+
+
+def _kwdefaults(f) -> tuple | None:
+    kw = f.__kwdefaults__
+    return tuple(kw.items()) if kw else None
+
+
+def _same_defaults(f, defaults, kw) -> bool:
+    """Are ``f``'s default arguments the objects they were (``kw``: its keyword-only
+    defaults as ``(name, value)`` pairs, compared by identity)?"""
+    if f.__defaults__ is not defaults:
+        return False
+    now = f.__kwdefaults__
+    if not now or kw is None:
+        return not now and kw is None
+    return len(now) == len(kw) and all(now.get(n, _MISSING) is v for n, v in kw)
 
 
 def cell_contents(cell):

@@ -224,7 +224,7 @@ def snapshot(v, budget: _Budget | None = None, holes=frozenset()):
         s = Map(t, {k: _child(v, k, x, b) for k, x in list(v.items())})
         b.seen.discard(id(v))
         return s
-    if t in (set, frozenset) and all(isinstance(x, _SCALAR) for x in v):
+    if t in (set, frozenset):  # compared as `==` compares sets: hashes, then `is`/`==`
         return Value(frozenset(v) if t is frozenset else set(v))
     if is_plain_object(v):
         b.seen.add(id(v))

@@ -1,0 +1,71 @@
+"""Python state a module holds (lists, dicts, sets, and plain objects holding
+them): what the traced forward writes into it is replayed after every call with
+that call's values (real ints and tensors, never the trace's), and what it
+read of it is guarded; with and without a split at a read of data."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+import symshape
+
+
+class _State:
+    def __init__(self):
+        self.seen = set()
+        self.log = []
+        self.last = {}
+
+
+class _M(nn.Module):
+    def __init__(self, split: bool):
+        super().__init__()
+        self.state, self.shapes, self.acts, self.split = _State(), set(), [], split
+
+    def forward(self, x):
+        sig = tuple(x.shape)
+        if sig not in self.state.seen:  # read, then added to
+            self.state.seen.add(sig)
+            x = x - 1
+        self.shapes.add(sig)
+        self.state.log.append(x.size(0))
+        self.state.last["y"] = x * 2
+        self.acts.append(x.sum())
+        if self.split and bool((x > 2).any()):
+            x = x + 1
+        return x * 2
+
+
+def _plain(v):
+    if isinstance(v, torch.Tensor):
+        return ("tensor", v.shape, v.tolist())
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, set):
+        return {tuple(x) for x in v}
+    return v
+
+
+@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("dynamic", [True, None])
+def test_writes_into_state_a_module_holds_are_replayed(split, dynamic):
+    mine = _M(split)
+    eager = copy.deepcopy(mine)
+    jm = symshape.jit(mine, dynamic=dynamic)
+    for n in (4, 4, 5, 6, 5, 4):
+        x = torch.full((n,), 3.0)
+        torch.testing.assert_close(jm(x), eager(x))
+        assert mine.state.seen == eager.state.seen and mine.shapes == eager.shapes
+        assert _plain(mine.state.log) == _plain(eager.state.log)
+        assert _plain(mine.state.last) == _plain(eager.state.last)
+        assert _plain(mine.acts) == _plain(eager.acts)
+        kinds = {type(d) for s in mine.shapes | mine.state.seen for d in s}
+        kinds |= {type(v) for v in mine.state.log}
+        assert kinds == {int}, kinds  # real sizes, not the trace's symbols
+        assert all(type(t) is torch.Tensor for t in mine.acts + list(mine.state.last.values()))
