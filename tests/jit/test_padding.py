@@ -153,6 +153,8 @@ def test_conv_and_pooling_along_a_padded_width():
                       {"x": {2: "pow2"}}, sizes=[8, 9, 12, 16, 17, 31, 33])  # fmt: skip
         _differential(lambda x: net2(x), lambda n: (torch.randn(2, 3, 10, n),), {"x": {3: "pow2"}},
                       sizes=[8, 9, 13, 16, 17])  # fmt: skip
+        _differential(lambda x: F.max_pool1d(x, 3, 2, 1, return_indices=True),
+                      lambda n: (torch.randn(2, 3, n),), {"x": {2: "pow2"}}, sizes=[4, 5, 9, 16, 17])  # fmt: skip
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
@@ -366,3 +368,36 @@ def test_training_step_through_a_static_back_end_at_20_sizes(model):
     assert jm.stats.backend_compiles <= 2 * _compiles(64)
     # a length of 1 is pinned by its trace's guards and runs unpadded
     assert jm.stats.padded_calls == sum(n != 1 for n in lengths)
+
+
+def test_conv_net_over_20_widths_through_a_static_back_end():
+    """A conv net over a varying width, inference and a training step: equal to
+    eager, with one forward (and one backward) graph per bucket."""
+    torch.manual_seed(0)
+    net = nn.Sequential(
+        nn.Conv1d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool1d(2),
+        nn.Conv1d(8, 8, 5, stride=2, padding=2), nn.AvgPool1d(2, padding=1),
+    )  # fmt: skip
+
+    def head(x):
+        return net(x).mean(-1)
+
+    rng = random.Random(2)
+    widths = [16, 128] + [rng.randint(16, 128) for _ in range(18)]  # the pools need 16
+    dims = {"x": {2: symshape.Dim("W", min=16, max=128)}}
+    for train in (False, True):
+        jf = symshape.jit(head, pad={"x": {2: "pow2"}}, dims=dims,
+                          backend=_counting_static_backend())  # fmt: skip
+        for n in widths:
+            x = torch.randn(2, 3, n)
+            xe, xj = x.clone().requires_grad_(train), x.clone().requires_grad_(train)
+            with torch.set_grad_enabled(train):
+                want, got = head(xe), jf(xj)
+                _close(got, want)
+                if train:
+                    want.pow(2).sum().backward()
+                    got.pow(2).sum().backward()
+                    _close(xj.grad, xe.grad)
+        buckets = _compiles(128) - _compiles(16) + 1  # 16, 32, 64, 128
+        assert jf.stats.backend_compiles <= buckets * (2 if train else 1)
+        assert jf.stats.padded_calls == len(widths)

@@ -763,7 +763,8 @@ _FAMILIES = (
      "aten_convolution_backward aten_max_pool2d_with_indices_backward "
      "aten_avg_pool2d_backward add_output_grad"),
     (lambda: conv, "conv1d conv2d"),
-    (lambda: pool(-INF), "max_pool1d max_pool2d"),
+    (lambda: pool(-INF), "max_pool1d max_pool2d max_pool1d_with_indices max_pool2d_with_indices "
+     "F_max_pool1d_with_indices F_max_pool2d_with_indices"),
     (lambda: pool(0), "avg_pool1d avg_pool2d"),
 )
 # reductions: the identity their padding is set to
