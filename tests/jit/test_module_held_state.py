@@ -69,3 +69,20 @@ def test_writes_into_state_a_module_holds_are_replayed(split, dynamic):
         kinds |= {type(v) for v in mine.state.log}
         assert kinds == {int}, kinds  # real sizes, not the trace's symbols
         assert all(type(t) is torch.Tensor for t in mine.acts + list(mine.state.last.values()))
+
+
+def test_a_list_both_passed_in_and_held_by_the_module_is_written_once_per_call():
+    class M(nn.Module):
+        def __init__(self, log):
+            super().__init__()
+            self.log = log
+
+        def forward(self, x, log):
+            log.append(x.size(0))
+            return x * len(self.log)
+
+    mine, eagers = [], []
+    jm, em = symshape.jit(M(mine), dynamic=True), M(eagers)
+    for n in (2, 3, 4):
+        torch.testing.assert_close(jm(torch.ones(n), mine), em(torch.ones(n), eagers))
+        assert mine == eagers

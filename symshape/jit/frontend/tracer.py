@@ -435,6 +435,8 @@ def _container_writes(b: Builder, read_states: list) -> list:
     traced value stays in it. What the trace read of them stays guarded."""
     out = []
     for obj, before in read_states:
+        if id(obj) in b.tracked:  # an argument's container too: its writes are found there
+            continue
         found = small_changes(obj, before)
         if found:
             out.extend((b.const(obj, "_w"), kind, key, v) for kind, key, v in found)
