@@ -8,6 +8,8 @@ the first operand's metadata and return it, so ``y = x.add_(1); y is x``.
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 import torch.nn.functional as F
 
@@ -127,8 +129,23 @@ def _check_inplace_cast(out: torch.dtype, to: torch.dtype, name: str) -> None:
         )
 
 
+_NUMBER = (numbers.Number, torch.SymBool, torch.SymInt, torch.SymFloat)
+
+
+def _operands(op, input, other) -> None:
+    """Eager's argument parser: a tensor and a tensor or a number. Its TypeError is
+    what makes ``x == None`` False (the operator gives NotImplemented)."""
+    for x in (input, other):
+        if not (is_tensor(x) or isinstance(x, _NUMBER)):
+            raise TypeError(
+                f"{op.name}() received an invalid combination of arguments - got "
+                f"({type(input).__name__}, {type(other).__name__})"
+            )
+
+
 def binary(kind: str):
     def rule(ctx, op, input, other, *args, **kwargs):
+        _operands(op, input, other)
         tensors = [t for t in (input, other) if is_tensor(t)]
         shape = broadcast_shapes(ctx, *(ctx.meta(t).shape for t in tensors))
         k = kind

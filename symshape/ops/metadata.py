@@ -19,7 +19,7 @@ from symshape.sym import DataDependentError
 from symshape.sym import logic as L
 from symshape.sym.source import user_location
 from symshape.trace.eager import eager_call
-from symshape.trace.errors import TracingError
+from symshape.trace.errors import TracingError, unsupported_form
 
 
 def _getter(name: str, fn, *targets):
@@ -163,6 +163,53 @@ def _deepcopy(ctx, t, memo=None):
     return new
 
 
+def _device_index(device: torch.device) -> int:
+    """``Tensor.get_device()``: -1 on the CPU, else the device's index."""
+    return -1 if device.type == "cpu" else (device.index if device.index is not None else 0)
+
+
+def _dim_order(ctx, t, *, ambiguity_check=False):
+    """``Tensor.dim_order()``: the dimensions from the outermost in memory to the
+    innermost, as eager's ``compute_elementwise_output_logical_to_physical_perm``
+    sorts them (each stride comparison guarded)."""
+    if ambiguity_check is not False:
+        raise unsupported_form(
+            "Tensor.dim_order(ambiguity_check=...): call it without ambiguity_check"
+        )
+    n = ctx.meta(t).ndim
+    if n <= 1:
+        return tuple(range(n))
+    contiguous = _is_contiguous(ctx, t)
+    last = n == 4 and _is_contiguous(ctx, t, torch.channels_last)
+    if contiguous and not last:
+        return tuple(range(n))
+    if last and not contiguous:
+        return (0, *range(2, n), 1)
+    strides, sizes = _stride(ctx, t), _shape(ctx, t)
+
+    def swap(a: int, b: int) -> int:
+        sa, sb = strides[a], strides[b]
+        if sa == 0 or sb == 0:
+            return 0
+        if sa < sb:
+            return -1
+        if sa > sb:
+            return 1
+        return 1 if sizes[a] > sizes[b] else 0
+
+    perm = list(reversed(range(n)))  # an insertion sort that leaves ties in place
+    for i in range(1, n):
+        d1 = i
+        for d0 in reversed(range(i)):
+            c = swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    return tuple(reversed(perm))
+
+
 def _repr(ctx, t, *args, **kwargs):
     if not hasattr(t, "_ss_var"):  # a real tensor the code prints (a global, a parameter)
         with torch._C.DisableTorchFunction():
@@ -180,7 +227,8 @@ _getter("numel", _numel, S.numel, tensor_method("nelement"), torch.numel)
 _getter("stride", _stride, S.stride)
 _getter("is_contiguous", _is_contiguous, S.is_contiguous)
 _getter("dtype", lambda ctx, t: ctx.meta(t).dtype, attribute("dtype"))
-_getter("device", lambda ctx, t: ctx.meta(t).device, attribute("device"), S.get_device)
+_getter("device", lambda ctx, t: ctx.meta(t).device, attribute("device"))
+_getter("get_device", lambda ctx, t: _device_index(ctx.meta(t).device), S.get_device)
 _getter("layout", lambda ctx, t: torch.strided, attribute("layout"))
 _getter("requires_grad", lambda ctx, t: ctx.meta(t).requires_grad, attribute("requires_grad"))
 _getter("is_cuda", lambda ctx, t: ctx.meta(t).device.type == "cuda", attribute("is_cuda"))
@@ -213,7 +261,7 @@ _getter("hash", lambda ctx, t: id(t), tensor_method("__hash__"))
 _getter("deepcopy", _deepcopy, tensor_method("__deepcopy__"))
 _getter("repr", _repr, tensor_method("__repr__"), tensor_method("__str__"))
 _getter("format", lambda ctx, t, spec="": _repr(ctx, t), tensor_method("__format__"))
-_getter("dim_order", lambda ctx, t, **k: tuple(range(ctx.meta(t).ndim)), tensor_method("dim_order"))
+_getter("dim_order", lambda ctx, t, **k: _dim_order(ctx, t, **k), tensor_method("dim_order"))
 _getter("numpy", _data_read("Tensor.numpy()", S.numpy), tensor_method("numpy"))
 
 

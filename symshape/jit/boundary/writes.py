@@ -34,6 +34,8 @@ def shallow(c) -> tuple:
     t = type(c)
     if t is list or (isinstance(c, list) and not _instance_dict(c)):
         return ("list", list(c))
+    if t is collections.deque:
+        return ("deque", list(c))
     if t is dict or (isinstance(c, dict) and not _instance_dict(c)):
         return ("dict", list(c.items()))  # a defaultdict, an OrderedDict, a Counter too
     if t is set or (isinstance(c, set) and not _instance_dict(c)):
@@ -55,6 +57,9 @@ def restore(c, state: tuple) -> None:
     elif kind == "set":
         set.clear(c)
         set.update(c, state[1])
+    elif kind == "deque":
+        c.clear()
+        c.extend(state[1])
     else:
         d = _instance_dict(c)
         if d is not None and (
@@ -74,10 +79,10 @@ def changes(c, before: tuple) -> list:
     """``(kind, key, value)`` for what changed in ``c`` since ``before``."""
     now = shallow(c)
     kind = now[0]
-    if kind == "list":
+    if kind in ("list", "deque"):
         a, b = before[1], now[1]
         if len(a) != len(b) or any(x is not y for x, y in zip(a, b)):
-            return [("list", None, b)]
+            return [(kind, None, b)]
         return []
     if kind == "dict":
         a, b = before[1], now[1]
@@ -165,6 +170,9 @@ class Replay:
             elif kind in ("dict", "set"):
                 obj.clear()
                 obj.update(v)
+            elif kind == "deque":
+                obj.clear()
+                obj.extend(v)
             elif kind == "add":  # a set added to
                 obj.add(v)
             elif kind == "discard":

@@ -396,9 +396,11 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
         ctx.split, ctx.env.on_data = None, None  # the rest (outputs, backward) reads nothing
         if ran.pending is None:
             stores = _stores(b, swapped.writes(), w.writes, slot_writes()) + stored
-            stores += _container_writes(b, w.read_states)
+            stores += _container_writes(b, w.read_states) + _tensor_attr_writes(b)
             held = global_writes.containers if global_writes is not None else ()
-            ran.output, ran.out_spec, ran.replay = _output(ctx, result, b, stores, held)
+            ran.output, ran.out_spec, ran.replay = _output(
+                ctx, result, b, stores, held, w.read_states
+            )
         else:  # only the prefix runs from this trace: its Python writes are undone
             segments.undo_writes(w.writes, w.read_states)
             w.writes.clear()  # nothing is written by this trace: what it read is guarded
@@ -426,6 +428,21 @@ def _held_containers(value, depth: int = 2) -> list:
             out.append(v)
             out += _held_containers(v, depth - 1)
     return out
+
+
+def _tensor_attr_writes(b: Builder) -> list:
+    """The attributes the call set on the tensors passed in (``x.tag = flag``), as
+    writes replayed after every call on that call's tensors."""
+    out = []
+    for t, proxy, path in b.tensor_args:
+        before = t.__dict__
+        for k, v in proxy.__dict__.items():
+            if not k.startswith(("_ss_", "_is_param")) and before.get(k, _ABSENT) is not v:
+                out.append((path, "attr", k, v))
+    return out
+
+
+_ABSENT = object()
 
 
 def _container_writes(b: Builder, read_states: list) -> list:
@@ -986,7 +1003,10 @@ class _Refs:
         return k in self.tracked
 
     def __getitem__(self, k) -> int:
-        return self.index(self.tracked[k])
+        path = self.tracked[k]
+        if callable(path):  # made when first needed
+            path = self.tracked[k] = path()
+        return self.index(path)
 
     def index(self, path: str) -> int:
         if path not in self.paths:
@@ -994,15 +1014,18 @@ class _Refs:
         return self.paths.index(path)
 
 
-def _output(ctx: TraceContext, result, b: Builder | None = None, stores=(), held=()):
+def _output(ctx: TraceContext, result, b: Builder | None = None, stores=(), held=(), read=()):
     """The traced function's result as an IR output, plus a spec (see
     outputs.py) when the structure is not plain tuples/lists/dicts, plus a
     Replay when the call wrote into the caller's objects or returns one of them.
     ``held``: ``(container, state)`` of the globals' and closures' lists, dicts
-    and objects; one the function returns comes back as itself, as in eager."""
+    and objects; ``read``: those read off its modules (a path to one is made only
+    if it is returned); one the function returns comes back as itself, as in eager."""
     tracked = {id(o): p for o, p in b.tracked.values()} if b is not None else {}
     for c, _ in held:
         tracked.setdefault(id(c), b.const(c, "_w"))
+    for c, _ in read:
+        tracked.setdefault(id(c), functools.partial(b.const, c, "_w"))
     refs = _Refs(tracked, [])
     targets = [refs.index(path) for path, _, _, _ in stores]
     lr, sr = outputs.flatten(result, refs=refs if tracked else None)

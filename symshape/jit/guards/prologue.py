@@ -21,6 +21,7 @@ computation's arguments, or the index of the first check that failed::
 
 from __future__ import annotations
 
+import collections
 import functools
 import math
 import re
@@ -179,6 +180,9 @@ class Builder(ObjectInputs):
     tracked: dict = field(default_factory=dict)  # id -> (container, path): writes replayed
     module_paths: dict = field(default_factory=dict)  # id(module) -> its path from m/args
     attr_proxies: dict = field(default_factory=dict)  # (id(module), name) -> proxy of a tensor
+    # the tensors passed in (not parameters): (tensor, proxy, path from m/args/kwargs),
+    # for the attributes the code sets on them (`x.tag = ...`, replayed per call)
+    tensor_args: list = field(default_factory=list)
     # id(Var) of a tensor, float or generator input -> its value in the call traced (the
     # first call's inputs, with the sizes' hints: ``first_inputs``)
     values: dict = field(default_factory=dict)
@@ -191,6 +195,7 @@ class Builder(ObjectInputs):
             self.values, self.objects, self.roots, self.root_srcs, self.module_of,
             self.tracked, self.swaps, self.slots, self.aliases, self.attr_proxies,
             self.proxy_of, self.tensor_local, self.tensors, self.leaves, self.tensor_inputs,
+            self.tensor_args,
         ):  # fmt: skip
             held.clear()
 
@@ -229,7 +234,10 @@ class Builder(ObjectInputs):
         if isinstance(value, torch.Generator):  # an input: read and advanced every call
             return generator_input(self, value, src, label, out)
         if isinstance(value, torch.Tensor):
-            return self._tensor(value, src, label, out, is_param)
+            proxy = self._tensor(value, src, label, out, is_param)
+            if not is_param and self.proxy_of.get(id(value)) is proxy:
+                self.tensor_args.append((value, proxy, path))
+            return proxy
         if t is bool or value is None:
             self.fail(f"{src} is not {value!r}", f"{label} is {value!r}", src, into=out)
             return value
@@ -254,7 +262,9 @@ class Builder(ObjectInputs):
                 into=out,
             )
             return value
-        if t in (tuple, list) or (isinstance(value, tuple) and hasattr(value, "_fields")):
+        if t in (tuple, list, collections.deque) or (
+            isinstance(value, tuple) and hasattr(value, "_fields")
+        ):
             return self._sequence(value, src, label, out, path)
         if t is dict:
             return self._dict(value, src, label, out, path)
@@ -325,13 +335,13 @@ class Builder(ObjectInputs):
             f"_described({loc})",
             into=out,
         )
-        if t is list:
+        if t in (list, collections.deque):  # handed over as itself: writes replayed
             self.tracked[id(value)] = (value, path)
         items = [
             self.walk(v, f"{loc}[{i}]", f"{label}[{i}]", out, path=f"{path}[{i}]")
             for i, v in enumerate(value)
         ]
-        if t is list:
+        if t in (list, collections.deque):
             self._swap(value, "item", items)
             return value
         return t(*items) if hasattr(value, "_fields") else t(items)

@@ -1,0 +1,71 @@
+"""What a traced call writes into the objects it was given reaches the caller
+as in eager (dynamo's test_misc programs): a deque popped and appended to, the
+attributes set on a tensor passed in, a module's dict cleared and returned as
+itself; each against eager over several calls and sizes."""
+
+from __future__ import annotations
+
+import collections
+
+import torch
+from torch import nn
+
+import symshape
+
+
+def _same_deques(a, b) -> bool:
+    return len(a) == len(b) and all(
+        torch.equal(x, y) if torch.is_tensor(x) else x == y for x, y in zip(a, b)
+    )
+
+
+def test_a_deque_passed_in_is_written_as_eager_writes_it():
+    def fn(q, x):
+        a = q.pop()
+        q.appendleft(x * 2)
+        q.append(a + 1)
+        return a * x
+
+    mine = collections.deque(["tag", torch.ones(3), torch.full((3,), 2.0)])
+    eagers = collections.deque(["tag", torch.ones(3), torch.full((3,), 2.0)])
+    jf = symshape.jit(fn, dynamic=True)
+    for k in range(4):
+        x = torch.full((3,), float(k))
+        torch.testing.assert_close(jf(mine, x), fn(eagers, x))
+        assert _same_deques(mine, eagers)
+        assert all(type(v) in (str, torch.Tensor) for v in mine)
+
+
+def test_attributes_set_on_a_tensor_passed_in_stay_on_it():
+    def f(x, flag):
+        x.offloading = flag
+        x.saved = x * 2
+        x.n = x.size(0)
+        return x + 1
+
+    jf = symshape.jit(f, dynamic=True)
+    for n in (2, 3, 5):
+        x, xe = torch.ones(n), torch.ones(n)
+        torch.testing.assert_close(jf(x, True), f(xe, True))
+        assert x.offloading is True and type(x.n) is int and x.n == n
+        assert type(x.saved) is torch.Tensor
+        torch.testing.assert_close(x.saved, xe.saved)
+
+
+def test_a_module_dict_cleared_and_returned_is_the_modules_own():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = {"a": torch.randn(2, 2), "b": torch.randn(2, 2)}
+
+        def forward(self, x):
+            self.a.clear()
+            self.a["x"] = x * 2
+            return self.a
+
+    m = M()
+    jm = symshape.jit(m, dynamic=True)
+    for n in (2, 3):
+        out = jm(torch.ones(n))
+        assert out is m.a and list(out) == ["x"]
+        torch.testing.assert_close(out["x"], torch.full((n,), 2.0))
