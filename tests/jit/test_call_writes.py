@@ -69,3 +69,59 @@ def test_a_module_dict_cleared_and_returned_is_the_modules_own():
         out = jm(torch.ones(n))
         assert out is m.a and list(out) == ["x"]
         torch.testing.assert_close(out["x"], torch.full((n,), 2.0))
+
+
+class _Doubling:
+    """A data descriptor whose ``__set__`` adds twice the value (dynamo's
+    test_set_descriptor): the traced call's write must take effect once."""
+
+    def __set__(self, obj, value):
+        obj.__dict__["field"] += value * 2
+
+
+class _Holder:
+    field = _Doubling()
+
+    def __init__(self):
+        self.__dict__["field"] = 0
+
+
+def test_a_write_through_a_data_descriptor_takes_effect_once():
+    def fn(x, h):
+        h.field = 10
+        return x + h.field
+
+    jf = symshape.jit(fn, dynamic=True)
+    mine, eagers = _Holder(), _Holder()
+    for n in (2, 3, 4):
+        torch.testing.assert_close(jf(torch.zeros(n), mine), fn(torch.zeros(n), eagers))
+        assert mine.__dict__["field"] == eagers.__dict__["field"]
+
+
+class _Mapping(collections.OrderedDict):
+    pass
+
+
+def test_attributes_of_a_dict_subclass_passed_in_are_written():
+    def fn(mapping, x):
+        mapping.__dict__["custom_attr"] = x.size(0)
+        mapping["k"] = x * 2
+        return x + mapping.__dict__["custom_attr"]
+
+    jf = symshape.jit(fn, dynamic=True)
+    for n in (2, 3, 5):
+        mine, eagers = _Mapping(), _Mapping()
+        torch.testing.assert_close(jf(mine, torch.zeros(n)), fn(eagers, torch.zeros(n)))
+        assert mine.__dict__ == eagers.__dict__ == {"custom_attr": n}
+        torch.testing.assert_close(mine["k"], eagers["k"])
+
+
+def test_returning_an_object_that_holds_modules_does_not_walk_them_forever():
+    import warnings
+
+    def fn(x):
+        return x.sin(), warnings.catch_warnings(record=True)
+
+    out = symshape.jit(fn)(torch.ones(3))
+    assert type(out[1]) is warnings.catch_warnings
+    torch.testing.assert_close(out[0], torch.ones(3).sin())

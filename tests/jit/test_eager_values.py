@@ -5,6 +5,7 @@ Each traced at one size and run at others against eager."""
 from __future__ import annotations
 
 import collections
+import typing
 
 import numpy as np
 import pytest
@@ -389,3 +390,28 @@ def test_a_trace_that_reads_no_stride_keeps_serving_size_one_strides():
         x = _strided(shape, strides)
         same(jf(x), x.sum(-1))
     assert jf.stats.compiles == 1  # the values do not depend on those strides
+
+
+class _NT(typing.NamedTuple):
+    a: torch.Tensor
+    b: torch.Tensor
+
+
+class _SubNT(_NT):  # a subclass's instances have a __dict__
+    pass
+
+
+def test_a_returned_namedtuple_keeps_the_attributes_set_on_it():
+    def g(x):
+        tup = _SubNT(a=x * 2, b=x.sum())
+        tup.c = tup.a * 3
+        tup.n = x.size(0)
+        return tup
+
+    jg = symshape.jit(g, dynamic=True)
+    for n in (2, 3, 5):
+        x = torch.randn(n)
+        got, want = jg(x), g(x)
+        assert type(got) is _SubNT and got.n == want.n == n
+        torch.testing.assert_close(got.c, want.c)
+        torch.testing.assert_close(got.a, want.a)

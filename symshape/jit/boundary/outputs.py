@@ -22,18 +22,27 @@ _TRACED = (TensorProxy, GeneratorProxy, torch.SymInt, torch.SymFloat, torch.SymB
 _SCALARS = (type(None), bool, int, float, str, torch.dtype, torch.device)
 
 
-def holds_traced(x, depth: int = 0) -> bool:
+def holds_traced(x, depth: int = 0, seen: set | None = None) -> bool:
+    """Does ``x`` hold a traced value, ``depth`` levels down at most? Each object
+    is looked into once; Python modules and classes are not looked into (what
+    a module's globals hold is guarded and replayed by jit/guards/globals_guard)."""
     if isinstance(x, _TRACED):
         return True
     if depth > 8:
         return False
-    if isinstance(x, (tuple, list)):
-        return any(holds_traced(y, depth + 1) for y in x)
-    if isinstance(x, dict):
-        return any(holds_traced(y, depth + 1) for y in x.values())
-    if isinstance(x, type) or not (hasattr(x, "__dict__") or hasattr(type(x), "__slots__")):
+    seen = set() if seen is None else seen
+    if id(x) in seen:
         return False
-    return any(holds_traced(y, depth + 1) for _, y in _attributes(x))
+    seen.add(id(x))
+    if isinstance(x, (tuple, list)):
+        return any(holds_traced(y, depth + 1, seen) for y in x)
+    if isinstance(x, dict):
+        return any(holds_traced(y, depth + 1, seen) for y in x.values())
+    if isinstance(x, (type, types.ModuleType)) or not (
+        hasattr(x, "__dict__") or hasattr(type(x), "__slots__")
+    ):
+        return False
+    return any(holds_traced(y, depth + 1, seen) for _, y in _attributes(x))
 
 
 def flatten(x, is_leaf=None, refs=None, fresh: bool = False) -> tuple[list, tuple]:
@@ -79,7 +88,9 @@ def flatten(x, is_leaf=None, refs=None, fresh: bool = False) -> tuple[list, tupl
             tagged.add(id(x))
             return ("closure", x, [walk(_cell(c)) for c in x.__closure__])
         if isinstance(x, tuple) and (hasattr(x, "_fields") or hasattr(x, "n_fields")):
-            return ("tuple_subclass", t, [walk(y) for y in x])  # namedtuple, structseq
+            spec = ("tuple_subclass", t, [walk(y) for y in x])  # namedtuple, structseq
+            own = getattr(x, "__dict__", None)  # `tup.c = ...` on a subclass's instance
+            return spec + ([(k, walk(v)) for k, v in own.items()],) if own else spec
         if t is dict:
             return (dict, list(x), [walk(v) for v in x.values()])
         node = pytree.SUPPORTED_NODES.get(t)
@@ -188,7 +199,10 @@ def _build(s, it, objects):
         return {k: _build(c, it, objects) for k, c in zip(s[1], s[2])}
     if kind == "tuple_subclass":
         items = [_build(c, it, objects) for c in s[2]]
-        return s[1](*items) if hasattr(s[1], "_fields") else s[1](items)
+        out = s[1](*items) if hasattr(s[1], "_fields") else s[1](items)
+        for k, c in s[3] if len(s) > 3 else ():
+            object.__setattr__(out, k, _build(c, it, objects))
+        return out
     if kind == "pytree":
         children = [_build(c, it, objects) for c in s[3]]
         return pytree.SUPPORTED_NODES[s[1]].unflatten_fn(children, s[2])

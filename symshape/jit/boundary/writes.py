@@ -28,21 +28,43 @@ from symshape.jit.guards.state import _instance_dict, _slots
 _MISSING = object()
 
 
-def shallow(c) -> tuple:
-    """One level of ``c``'s state: ``("list", items)``, ``("dict", items)`` or
-    ``("obj", __dict__ items, slot values)``."""
+def shallow(c, kind: str | None = None) -> tuple:
+    """One level of ``c``'s state: ``("list", items, attrs)``, ``("dict", items,
+    attrs)``, ``("set", items, attrs)``, ``("deque", items)`` or ``("obj", __dict__
+    items, slot values)``; ``attrs``: a container subclass's own attributes (None
+    for the builtin types). ``kind``: the kind an earlier snapshot of ``c`` took
+    (an attribute set on a dict subclass does not make it an object)."""
     t = type(c)
-    if t is list or (isinstance(c, list) and not _instance_dict(c)):
-        return ("list", list(c))
-    if t is collections.deque:
-        return ("deque", list(c))
-    if t is dict or (isinstance(c, dict) and not _instance_dict(c)):
-        return ("dict", list(c.items()))  # a defaultdict, an OrderedDict, a Counter too
-    if t is set or (isinstance(c, set) and not _instance_dict(c)):
-        return ("set", list(c))
     d = _instance_dict(c)
+    if kind is None:
+        if t is collections.deque:
+            kind = "deque"
+        elif isinstance(c, (list, dict, set)) and not d:
+            kind = "list" if isinstance(c, list) else "dict" if isinstance(c, dict) else "set"
+        else:
+            kind = "obj"
+    attrs = dict(d) if d is not None else None
+    if kind == "list":
+        return ("list", list(c), attrs)
+    if kind == "deque":
+        return ("deque", list(c))
+    if kind == "dict":
+        return ("dict", list(c.items()), attrs)  # a defaultdict, an OrderedDict, a Counter too
+    if kind == "set":
+        return ("set", list(c), attrs)
     slots = [(n, getattr(c, n, _MISSING)) for n in _slots(t)]
-    return ("obj", dict(d) if d is not None else None, slots)
+    return ("obj", attrs, slots)
+
+
+def _put_attrs(c, attrs: dict | None) -> None:
+    d = _instance_dict(c)
+    if (
+        d is not None
+        and attrs is not None
+        and (len(d) != len(attrs) or any(d.get(k, c) is not v for k, v in attrs.items()))
+    ):
+        d.clear()
+        d.update(attrs)
 
 
 def restore(c, state: tuple) -> None:
@@ -60,48 +82,45 @@ def restore(c, state: tuple) -> None:
     elif kind == "deque":
         c.clear()
         c.extend(state[1])
-    else:
-        d = _instance_dict(c)
-        if d is not None and (
-            len(d) != len(state[1]) or any(d.get(k, c) is not v for k, v in state[1].items())
-        ):
-            d.clear()
-            d.update(state[1])
-        for n, v in state[2]:
-            if v is _MISSING:
-                if hasattr(c, n):
-                    object.__delattr__(c, n)
-            elif getattr(c, n, _MISSING) is not v:
-                object.__setattr__(c, n, v)
+    if kind != "obj":
+        if len(state) > 2:
+            _put_attrs(c, state[2])
+        return
+    _put_attrs(c, state[1])
+    for n, v in state[2]:
+        if v is _MISSING:
+            if hasattr(c, n):
+                object.__delattr__(c, n)
+        elif getattr(c, n, _MISSING) is not v:
+            object.__setattr__(c, n, v)
+
+
+def attr_changes(a: dict | None, b: dict | None) -> list:
+    a, b = a or {}, b or {}
+    out = [("attr", k, v) for k, v in b.items() if a.get(k, _MISSING) is not v]
+    return out + [("delattr", k, None) for k in a if k not in b]
 
 
 def changes(c, before: tuple) -> list:
     """``(kind, key, value)`` for what changed in ``c`` since ``before``."""
-    now = shallow(c)
-    kind = now[0]
+    kind = before[0]
+    now = shallow(c, kind)
+    a, b = before[1], now[1]
     if kind in ("list", "deque"):
-        a, b = before[1], now[1]
-        if len(a) != len(b) or any(x is not y for x, y in zip(a, b)):
-            return [(kind, None, b)]
-        return []
-    if kind == "dict":
-        a, b = before[1], now[1]
-        if len(a) != len(b) or any(k1 != k2 or v1 is not v2 for (k1, v1), (k2, v2) in zip(a, b)):
-            return [("dict", None, dict(b))]
-        return []
-    if kind == "set":
-        a, b = {id(x) for x in before[1]}, now[1]
-        return [("set", None, b)] if len(a) != len(b) or any(id(x) not in a for x in b) else []
-    out = []
-    a, b = before[1] or {}, now[1] or {}
-    for k, v in b.items():
-        if a.get(k, _MISSING) is not v:
-            out.append(("attr", k, v))
-    out.extend(("delattr", k, None) for k in a if k not in b)
-    for (n, v0), (_, v1) in zip(before[2], now[2]):
-        if v0 is not v1:
-            out.append(("delattr", n, None) if v1 is _MISSING else ("attr", n, v1))
-    return out
+        out = [(kind, None, b)] if len(a) != len(b) or any(x is not y for x, y in zip(a, b)) else []
+    elif kind == "dict":
+        same = len(a) == len(b) and all(k1 == k2 and v1 is v2 for (k1, v1), (k2, v2) in zip(a, b))
+        out = [] if same else [("dict", None, dict(b))]
+    elif kind == "set":
+        ids = {id(x) for x in a}
+        out = [("set", None, b)] if len(a) != len(b) or any(id(x) not in ids for x in b) else []
+    else:
+        out = attr_changes(a, b)
+        for (n, v0), (_, v1) in zip(before[2], now[2]):
+            if v0 is not v1:
+                out.append(("delattr", n, None) if v1 is _MISSING else ("attr", n, v1))
+        return out
+    return out + (attr_changes(before[2], now[2]) if len(before) > 2 else [])
 
 
 class Swapped:
@@ -161,10 +180,10 @@ class Replay:
         result, values = unflatten(out, self.spec, objects)
         for (target, kind, key), v in zip(self.writes, values):
             obj = objects[target]
-            if kind == "attr":
-                object.__setattr__(obj, key, v)
+            if kind == "attr":  # the state the call left, past any descriptor
+                _set_attr(obj, key, v)
             elif kind == "delattr":
-                object.__delattr__(obj, key)
+                _del_attr(obj, key)
             elif kind == "list":
                 obj[:] = v
             elif kind in ("dict", "set"):
@@ -190,6 +209,25 @@ class Replay:
             else:  # "buffer"
                 obj._buffers[key] = v
         return result
+
+
+def _set_attr(obj, key: str, v) -> None:
+    """``obj.key = v`` as the state the traced call left: into its instance dict
+    when the name lives there (a descriptor's ``__set__`` ran when traced, and its
+    effect is what is written), else through ``object.__setattr__`` (a slot)."""
+    d = _instance_dict(obj)
+    if d is not None and key not in _slots(type(obj)):
+        d[key] = v
+    else:
+        object.__setattr__(obj, key, v)
+
+
+def _del_attr(obj, key: str) -> None:
+    d = _instance_dict(obj)
+    if d is not None and key in d:
+        del d[key]
+    else:
+        object.__delattr__(obj, key)
 
 
 def resolver(paths: list, globals_: dict):
