@@ -14,6 +14,7 @@ import torch
 from symshape.ir import TensorMeta
 from symshape.sym import expr as E
 from symshape.sym import logic as L
+from symshape.trace.errors import unsupported_form
 from symshape.trace.memo import remembered, shape_key
 from symshape.trace.proxy import TensorProxy
 
@@ -26,6 +27,10 @@ def norm_dim(d, ndim: int, what: str = "dimension") -> int:
     """Wrap a negative dim; IndexError like eager when out of range."""
     if isinstance(d, torch.SymInt):
         d = int(d)
+    if isinstance(d, TensorProxy):  # `x.permute(*torch.tensor([0, 2, 1]))`: its data
+        raise unsupported_form(
+            f"a {what} given as a tensor (its value is data): pass an int (t.tolist())"
+        )
     d = int(d)
     n = max(ndim, 1)
     if not -n <= d < n:
@@ -38,7 +43,7 @@ def norm_dim(d, ndim: int, what: str = "dimension") -> int:
 def norm_dims(dims, ndim: int) -> tuple[int, ...]:
     if dims is None:
         return tuple(range(ndim))
-    if isinstance(dims, (int, torch.SymInt)):
+    if isinstance(dims, (int, torch.SymInt, TensorProxy)):
         dims = (dims,)
     out = tuple(norm_dim(d, ndim) for d in dims)
     if len(set(out)) != len(out):

@@ -338,8 +338,9 @@ define(OpDef("mT", "torch.transpose", torch.transpose, _mT), [attribute("mT")])
 )
 def movedim(ctx, op, input, source, destination):
     m = ctx.meta(input)
-    src = (source,) if isinstance(source, (int, torch.SymInt)) else tuple(source)
-    dst = (destination,) if isinstance(destination, (int, torch.SymInt)) else tuple(destination)
+    one = (int, torch.SymInt, torch.Tensor)  # a tensor: its value (norm_dims refuses it)
+    src = (source,) if isinstance(source, one) else tuple(source)
+    dst = (destination,) if isinstance(destination, one) else tuple(destination)
     if len(src) != len(dst):
         raise RuntimeError(
             "movedim: Invalid source or destination dims: source "

@@ -415,3 +415,16 @@ def test_a_returned_namedtuple_keeps_the_attributes_set_on_it():
         assert type(got) is _SubNT and got.n == want.n == n
         torch.testing.assert_close(got.c, want.c)
         torch.testing.assert_close(got.a, want.a)
+
+
+def test_dimensions_given_as_tensors_run_that_op_eagerly():
+    def f(x):
+        perm = torch.tensor([0, 2, 1])
+        dims = torch.tensor(0), perm[1]
+        return x.permute(*perm) * 2, x.transpose(dims[0], 1), x.movedim(dims[1], 0), x.sum(dims[1])
+
+    jf = symshape.jit(f, dynamic=True)
+    for n in (2, 3):
+        x = torch.randn(n, 3, 4)
+        for g, w in zip(jf(x), f(x)):
+            torch.testing.assert_close(g, w)
