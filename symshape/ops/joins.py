@@ -36,12 +36,17 @@ def _metas(ctx, name, tensors):
 
 def cat_shape(ctx, metas, dim):
     """Shape of ``cat`` of tensors with these metadata along ``dim``."""
-    # legacy rule: 1-D tensors of size 0 are skipped, whatever the others' rank
+    # legacy rule: 1-D tensors of size 0 are skipped, whatever the others' rank; beside
+    # a tensor of another rank, any other 1-D size is eager's error, so a size known
+    # only from data is asserted to be 0 (`torch.cat([x, torch.ones(y.item())])`)
     ranks = {m.ndim for m in metas if m.ndim != 1}
     live = []  # (position, meta)
     for i, m in enumerate(metas):
-        if m.ndim == 1 and ranks and decide(ctx, L.eq(m.shape[0], 0), expect=False):
-            continue
+        if m.ndim == 1 and ranks:
+            other = next(iter(ranks))
+            msg = f"Tensors must have same number of dimensions: got {other} and 1"
+            if decide(ctx, L.eq(m.shape[0], 0), expect=True, msg=msg):
+                continue
         live.append((i, m))
     if not live:
         return (0,)

@@ -113,3 +113,20 @@ def test_split_errors_like_eager():
         symshape.jit(lambda x: x.split(0), dynamic=True)(mat(2))
     with pytest.raises(RuntimeError, match="chunk expects `chunks` to be greater than 0"):
         symshape.jit(lambda x: x.chunk(0), dynamic=True)(mat(2))
+
+
+def test_cat_skips_a_legacy_empty_tensor_whose_size_is_data():
+    """dynamo's test_cat_unbacked: ``torch.ones(y.item())`` beside a 2-d tensor is
+    skipped when empty; any other size is eager's error, asserted at run time."""
+
+    def fn(x, y):
+        return torch.cat([x, torch.ones(y.item())])
+
+    jf = symshape.jit(fn)
+    for n in (2, 3):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(jf(x, torch.tensor([0])), fn(x, torch.tensor([0])))
+    with pytest.raises(RuntimeError, match="same number of dimensions"):
+        fn(torch.randn(2, 3), torch.tensor([3]))
+    with pytest.raises(RuntimeError, match="same number of dimensions"):
+        jf(torch.randn(2, 3), torch.tensor([3]))
