@@ -428,3 +428,31 @@ def test_dimensions_given_as_tensors_run_that_op_eagerly():
         x = torch.randn(n, 3, 4)
         for g, w in zip(jf(x), f(x)):
             torch.testing.assert_close(g, w)
+
+
+def _make_counter_closure():
+    out = None
+
+    def fn(a, b):
+        c = a + b
+
+        def inner(f: float = 7.0):
+            nonlocal out
+            out = a + b * 10
+            return c * f
+
+        return inner
+
+    return fn, (lambda: out)
+
+
+def test_a_returned_closure_shares_the_enclosing_scopes_cells():
+    """dynamo's test_return_nested_function: the closure it returns writes a
+    `nonlocal` of the traced function's own enclosing scope."""
+    fn, get = _make_counter_closure()
+    jf = symshape.jit(fn, dynamic=True)
+    for n in (1, 3):
+        a, b = torch.full((n,), 100.0), torch.full((n,), 200.0)
+        inner = jf(a, b)
+        torch.testing.assert_close(inner(1.5), (a + b) * 1.5)
+        torch.testing.assert_close(get(), a + b * 10)

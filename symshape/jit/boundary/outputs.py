@@ -45,7 +45,9 @@ def holds_traced(x, depth: int = 0, seen: set | None = None) -> bool:
     return any(holds_traced(y, depth + 1, seen) for _, y in _attributes(x))
 
 
-def flatten(x, is_leaf=None, refs=None, fresh: bool = False) -> tuple[list, tuple]:
+def flatten(
+    x, is_leaf=None, refs=None, fresh: bool = False, cells: frozenset = frozenset()
+) -> tuple[list, tuple]:
     """``(leaves, spec)``: leaves are traced values and plain scalars (and
     whatever ``is_leaf`` accepts). ``refs`` maps ``id(obj)`` to an index for
     objects the caller passed in: they come back as the caller's own objects
@@ -86,7 +88,10 @@ def flatten(x, is_leaf=None, refs=None, fresh: bool = False) -> tuple[list, tupl
             # a closure the function returns (`def inner(): return x * 3`): made again
             # on every call around that call's values, as eager's closes over its own
             tagged.add(id(x))
-            return ("closure", x, [walk(_cell(c)) for c in x.__closure__])
+            # a cell that was there before the call (the function's own closure's:
+            # `nonlocal out` of an enclosing scope) is shared, as eager shares it
+            return ("closure", x, [("cell", c) if id(c) in cells else walk(_cell(c))
+                                   for c in x.__closure__])  # fmt: skip
         if isinstance(x, tuple) and (hasattr(x, "_fields") or hasattr(x, "n_fields")):
             spec = ("tuple_subclass", t, [walk(y) for y in x])  # namedtuple, structseq
             own = getattr(x, "__dict__", None)  # `tup.c = ...` on a subclass's instance
@@ -128,6 +133,9 @@ def _closure(s, it, objects):
     fn = s[1]
     cells = []
     for c in s[2]:
+        if c[0] == "cell":
+            cells.append(c[1])
+            continue
         v = _build(c, it, objects)
         cells.append(types.CellType() if v is _EMPTY else types.CellType(v))
     new = types.FunctionType(

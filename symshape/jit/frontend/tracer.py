@@ -398,8 +398,9 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
             stores = _stores(b, swapped.writes(), w.writes, slot_writes()) + stored
             stores += _container_writes(b, w.read_states) + _tensor_attr_writes(b)
             held = global_writes.containers if global_writes is not None else ()
+            cells = frozenset(id(c) for _, c, _ in global_writes.cells) if global_writes else ()
             ran.output, ran.out_spec, ran.replay = _output(
-                ctx, result, b, stores, held, w.read_states
+                ctx, result, b, stores, held, w.read_states, cells
             )
         else:  # only the prefix runs from this trace: its Python writes are undone
             segments.undo_writes(w.writes, w.read_states)
@@ -1014,13 +1015,17 @@ class _Refs:
         return self.paths.index(path)
 
 
-def _output(ctx: TraceContext, result, b: Builder | None = None, stores=(), held=(), read=()):
+def _output(
+    ctx: TraceContext, result, b: Builder | None = None, stores=(), held=(), read=(), cells=()
+):
     """The traced function's result as an IR output, plus a spec (see
     outputs.py) when the structure is not plain tuples/lists/dicts, plus a
     Replay when the call wrote into the caller's objects or returns one of them.
     ``held``: ``(container, state)`` of the globals' and closures' lists, dicts
     and objects; ``read``: those read off its modules (a path to one is made only
-    if it is returned); one the function returns comes back as itself, as in eager."""
+    if it is returned); one the function returns comes back as itself, as in eager.
+    ``cells``: ids of the closure cells of the functions it reached (a closure it
+    returns shares them, as eager's does)."""
     tracked = {id(o): p for o, p in b.tracked.values()} if b is not None else {}
     for c, _ in held:
         tracked.setdefault(id(c), b.const(c, "_w"))
@@ -1028,7 +1033,7 @@ def _output(ctx: TraceContext, result, b: Builder | None = None, stores=(), held
         tracked.setdefault(id(c), functools.partial(b.const, c, "_w"))
     refs = _Refs(tracked, [])
     targets = [refs.index(path) for path, _, _, _ in stores]
-    lr, sr = outputs.flatten(result, refs=refs if tracked else None)
+    lr, sr = outputs.flatten(result, refs=refs if tracked else None, cells=cells)
     if not refs.paths:  # nothing written, no argument object returned
         converted = [_convert(ctx, x) for x in lr]
         if outputs.is_plain(sr):
