@@ -54,6 +54,15 @@ def test_seeded_sample_has_no_wrong_result_and_no_crash(op_db):
     print(*(summary_line(results, c) for c, _ in columns_run(results)), sep="\n")
 
 
+def test_a_grown_tensor_is_compared_on_the_elements_it_had(op_db):
+    """resize_ past a tensor's storage leaves uninitialized memory: eager's and
+    symshape's differ there by chance, so only the old elements are compared."""
+    for op in (o for o in op_db if o.name in ("resize_", "resize_as_")):
+        r = check_op(op)
+        assert r.forward.status == "pass", r.forward.reason
+        assert r.dyn_forward.status == "pass", r.dyn_forward.reason
+
+
 @pytest.mark.slow
 def test_full_sweep_has_no_wrong_result_and_no_crash(op_db):
     results = [check_op(op) for op in op_db]

@@ -145,8 +145,9 @@ def test_one_cache_object_reused_by_a_loop(name):
         left = find_symshape(cj, "cache")
         assert not left, f"{name} {shape}: symshape objects in the caller's cache: {left}"
         # not bitwise: while tracing, torch.compiler.is_compiling() is True and transformers
-        # builds explicit masks where eager skips them (mistral: ~2e-6 from step 4 on)
-        assert_like(cj, ce, f"{name} {shape}: cache", atol=1e-5, rtol=1e-5)
+        # builds explicit masks where eager skips them (mistral: ~2e-6 from step 4 on,
+        # growing through its sliding window's steps to 1.4e-5 on values near 5)
+        assert_like(cj, ce, f"{name} {shape}: cache", atol=3e-5, rtol=1e-4)
     assert jm.stats.eager_calls == 0, _reasons(jm)
     # prefill, decoding, one spare (mistral: its window's branches); none more for the second
     # prompt (another batch and length)
