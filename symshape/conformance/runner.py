@@ -461,7 +461,7 @@ def _run_group(op, cases: list[Case], grad: bool, seed: int, deadline: float, dy
         tj = case.inputs(dynamic)
         try:
             torch.manual_seed(seed)
-            kept = tj[0].numel() if isinstance(tj[0], torch.Tensor) else None
+            kept = tj[0].numel() if tj and isinstance(tj[0], torch.Tensor) else None
             got = jf(*tj)
             if name.split(".")[0] in GROWS_UNDEFINED and kept is not None:
                 got, want = _defined(got, kept), _defined(want, kept)
