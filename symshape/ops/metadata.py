@@ -14,6 +14,7 @@ import torch
 
 from symshape.ops._helpers import norm_dim, numel
 from symshape.ops.registry import OpDef, attribute, define, tensor_method
+from symshape.ops.strides import stride_order
 from symshape.ops.views import eager_layout
 from symshape.sym import DataDependentError
 from symshape.sym import logic as L
@@ -185,29 +186,8 @@ def _dim_order(ctx, t, *, ambiguity_check=False):
         return tuple(range(n))
     if last and not contiguous:
         return (0, *range(2, n), 1)
-    strides, sizes = _stride(ctx, t), _shape(ctx, t)
-
-    def swap(a: int, b: int) -> int:
-        sa, sb = strides[a], strides[b]
-        if sa == 0 or sb == 0:
-            return 0
-        if sa < sb:
-            return -1
-        if sa > sb:
-            return 1
-        return 1 if sizes[a] > sizes[b] else 0
-
-    perm = list(reversed(range(n)))  # an insertion sort that leaves ties in place
-    for i in range(1, n):
-        d1 = i
-        for d0 in reversed(range(i)):
-            c = swap(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
-    return tuple(reversed(perm))
+    strides = [ctx.sym(x) for x in _stride(ctx, t)]  # read: the prologue checks them
+    return tuple(reversed(stride_order(ctx, ctx.meta(t).shape, strides)))
 
 
 def _repr(ctx, t, *args, **kwargs):

@@ -127,9 +127,10 @@ def _before(ctx, a, b, small, strides) -> bool:
     return ctx.guard(L.lt(strides[a], strides[b]))
 
 
-def _infer_dense_strides(ctx, shape, strides) -> tuple:
-    # ATen's infer_dense_strides: sort dims by stride (0 strides are ambiguous
-    # and stay put), then lay them out densely innermost-first.
+def stride_order(ctx, shape, strides) -> list[int]:
+    """The dimensions from the innermost in memory to the outermost, as ATen sorts
+    them (an insertion sort by stride, each comparison guarded; 0 strides are
+    ambiguous and stay put, equal strides put the larger size outside)."""
     n = len(shape)
     perm = list(range(n - 1, -1, -1))
 
@@ -152,9 +153,16 @@ def _infer_dense_strides(ctx, shape, strides) -> tuple:
                 d1 = d0
             elif c < 0:
                 break
+    return perm
+
+
+def _infer_dense_strides(ctx, shape, strides) -> tuple:
+    # ATen's infer_dense_strides: sort dims by stride (0 strides are ambiguous
+    # and stay put), then lay them out densely innermost-first.
+    n = len(shape)
     out = [0] * n
     acc = 1
-    for d in perm:
+    for d in stride_order(ctx, shape, strides):
         out[d] = acc
         acc = E.mul(acc, E.sym_max(shape[d], 1))
     return tuple(out)

@@ -707,6 +707,7 @@ def _guard_python_state(b: Builder, fn, module, inputs: tuple):
 def with_backward(env, trace: Trace, run, grad: _Grad, name: str, backend=None):
     """``run`` (the compiled forward) and its compiled backward as one
     ``autograd.Function``; returns its ``apply`` and the backward trace."""
+    storages = Storages(trace)
     _simplify_metas(grad.backward.trace, env)
     backward = grad.backward.trace
     bw = compile_trace(backward, boxed=True)
@@ -720,9 +721,9 @@ def with_backward(env, trace: Trace, run, grad: _Grad, name: str, backend=None):
         [trace.inputs.index(v) for v in grad.inputs],
         len(trace.inputs),
         grad.backward.optional if backend is None else None,
-        views_of_made(trace, grad.n_out, Storages(trace)),
+        views_of_made(trace, grad.n_out, storages),
     )
-    return _passing_inputs_through(fn.apply, trace, grad.n_out), backward
+    return _passing_inputs_through(fn.apply, trace, grad.n_out, storages), backward
 
 
 def views_of_made(trace: Trace, n_out: int, storages: Storages) -> list[int]:
@@ -740,7 +741,7 @@ def views_of_made(trace: Trace, n_out: int, storages: Storages) -> list[int]:
     ]
 
 
-def _passing_inputs_through(apply, trace: Trace, n_out: int):
+def _passing_inputs_through(apply, trace: Trace, n_out: int, storages: Storages | None = None):
     """``apply`` returning outputs that alias an input or another output as eager
     does: an input itself as the caller's object, and a view of an input or of
     another output as a view made outside the autograd.Function (its outputs
@@ -749,7 +750,7 @@ def _passing_inputs_through(apply, trace: Trace, n_out: int):
     the Function in memory of their own (``autograd.function.own_memory``)."""
     where = {id(v): k for k, v in enumerate(trace.inputs)}
     pairs = [(i, where[id(v)]) for i, v in enumerate(trace.output[:n_out]) if id(v) in where]
-    storages = Storages(trace)
+    storages = storages or Storages(trace)
     roots = {
         storages.find(id(v)): k
         for k, v in enumerate(trace.inputs)
