@@ -280,7 +280,9 @@ def meta(ctx, shape, dtype, device, strides=None) -> TensorMeta:
 
 
 def _is_default_generator(g) -> bool:
-    if g is torch.default_generator:
+    from symshape.trace.generator import DefaultGeneratorProxy
+
+    if g is torch._C.default_generator or type(g) is DefaultGeneratorProxy:
         return True
     return torch.cuda.is_initialized() and any(g is d for d in torch.cuda.default_generators)
 

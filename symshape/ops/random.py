@@ -55,6 +55,21 @@ def seed(ctx, op):
     return ctx.symint(u)
 
 
+@register(
+    "initial_seed",
+    "symshape.ops.runtime.initial_seed",
+    torch.initial_seed,
+    torch.random.initial_seed,
+    random=True,
+)
+def initial_seed(ctx, op):
+    """``torch.initial_seed()``: read on every call (a ``manual_seed`` between
+    calls changes it), an int only the run knows."""
+    u = ctx.unbacked("torch.initial_seed()", min=0, max=2**64 - 1)
+    ctx.emit_binding(op, (), {}, [u])
+    return ctx.symint(u)
+
+
 _STATE_SIZE = torch.default_generator.get_state().numel()  # fixed by the generator's kind
 
 

@@ -20,6 +20,12 @@ def seed():
     return (torch.seed(),)
 
 
+def initial_seed():
+    """``torch.initial_seed()``: the seed the default generator was last seeded
+    with, which each call reads at run time (an unbacked int of the trace)."""
+    return (torch.initial_seed(),)
+
+
 def nonzero_tuple(x):
     r = torch.nonzero(x)
     return (r.shape[0], *r.unbind(1)) if x.dim() else (r.shape[0], r.new_zeros(r.shape[0]))

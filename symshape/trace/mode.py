@@ -29,6 +29,7 @@ from symshape.trace.construction import check_building
 from symshape.trace.eager import NOT_SPLIT, eager_call
 from symshape.trace.errors import TracingError, UnsupportedOpError
 from symshape.trace.frame_state import transparent
+from symshape.trace.generator import DefaultGeneratorProxy
 from symshape.trace.inline import body
 from symshape.trace.patching import Patches
 from symshape.trace.proxy import TensorProxy
@@ -222,6 +223,7 @@ def _route_python_level(patches: Patches) -> None:
     innermost TracingMode of their own thread."""
     for mod, name in PYTHON_LEVEL:
         patches.replace(mod, name, _router(getattr(mod, name), patches))
+    _route_default_generator(patches)
     vmap.install(patches)
     for name in ("trace", "script", "trace_module"):
         patches.replace(torch.jit, name, _torchscript_refused(getattr(torch.jit, name), patches))
@@ -238,6 +240,29 @@ def _route_python_level(patches: Patches) -> None:
     # bind to a class with __get__
     apply = Function.__dict__["apply"]
     patches.replace(Function, "apply", classmethod(_custom_function(apply, patches)), apply)
+
+
+_DEFAULT_GENERATOR = DefaultGeneratorProxy()
+
+
+def _route_default_generator(patches: Patches) -> None:
+    """``torch.default_generator`` is the proxy on a tracing thread, the real
+    generator elsewhere: the attribute is hidden, and torch's module
+    ``__getattr__`` answers per thread."""
+    fallback = getattr(torch, "__getattr__", None)
+
+    def __getattr__(name: str):
+        if name == "default_generator":
+            return torch._C.default_generator if patches.current() is None else _DEFAULT_GENERATOR
+        if fallback is None:
+            raise AttributeError(f"module 'torch' has no attribute '{name}'")
+        return fallback(name)
+
+    if fallback is None:
+        patches.add(torch, "__getattr__", __getattr__)
+    else:
+        patches.replace(torch, "__getattr__", __getattr__)
+    patches.hide(torch, "default_generator")
 
 
 def _as_numpy(to: type) -> Callable:

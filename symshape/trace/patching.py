@@ -71,6 +71,12 @@ class Patches:
         self._originals[(owner, name)] = getattr(owner, name) if original is _ABSENT else original
         setattr(owner, name, new)
 
+    def hide(self, owner, name: str) -> None:
+        """Delete ``owner.name`` until the last trace ends (then put back): reads of
+        it reach the owner's ``__getattr__`` (a module's), which can answer per thread."""
+        self._originals[(owner, name)] = getattr(owner, name)
+        delattr(owner, name)
+
     def add(self, owner, name: str, new) -> None:
         """Set ``owner.name = new``, a name ``owner`` does not have itself, until the
         last trace ends (then deleted)."""

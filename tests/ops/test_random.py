@@ -66,10 +66,13 @@ def test_rng_functions_are_untouched_outside_a_trace():
     torch.testing.assert_close(torch.rand(2), a)
 
 
-def test_seed_and_initial_seed_are_refused_while_tracing():
+def test_initial_seed_is_read_on_every_call():
+    """Each call reads the seed its run was seeded with (a manual_seed between
+    calls changes it), as a value only the run knows."""
     f = symshape.jit(lambda x: x + torch.initial_seed(), dynamic=True)
-    with pytest.raises(symshape.UnsupportedOpError, match="initial_seed"):
-        f(torch.ones(2))
+    for seed, n in [(3, 2), (11, 5), (2**40, 1)]:
+        torch.manual_seed(seed)
+        assert torch.equal(f(torch.ones(n)), torch.ones(n) + seed)
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ import types
 import torch
 import torch.utils._pytree as pytree
 
-from symshape.trace.generator import GeneratorProxy
+from symshape.trace.generator import DefaultGeneratorProxy, GeneratorProxy
 from symshape.trace.proxy import TensorProxy
 
 _TRACED = (TensorProxy, GeneratorProxy, torch.SymInt, torch.SymFloat, torch.SymBool)
@@ -61,6 +61,8 @@ def flatten(
         t = type(x)
         if refs is not None and id(x) in refs:
             return ("ref", refs[id(x)])
+        if t is DefaultGeneratorProxy:  # what the code named is the real global generator
+            return ("const", torch._C.default_generator)
         if t is slice or t is range:  # their ints may be sizes: this call's, not the traced one's
             if not any(isinstance(v, _TRACED) for v in (x.start, x.stop, x.step)):
                 return ("const", x)
