@@ -72,6 +72,26 @@ def _make_layout(ctx, meta) -> tuple:
     return [sym(d) for d in sizes], [sym(d) for d in steps], sym(nbytes)
 
 
+def _settable_part(name: str) -> property:
+    """``x.real`` / ``x.imag`` as traced code sees them: read through the tracing
+    mode as torch's own getter is; set as torch's C setter sets them (the part's
+    view copied into, a number filled in), which would otherwise run on the
+    placeholder below the tracer."""
+    getter = getattr(torch.Tensor, name).__get__
+
+    def get(self):
+        return getter(self, type(self))
+
+    def set(self, value):
+        part = getter(self, type(self))
+        if isinstance(value, torch.Tensor):
+            part.copy_(value)
+        else:
+            part.fill_(value)
+
+    return property(get, set, doc=f"``Tensor.{name}``, traced (readable and settable).")
+
+
 class TensorProxy(torch.Tensor):
     """A traced tensor: an SSA name (``_ss_var``) and symbolic metadata (``_ss_meta``).
 
@@ -100,6 +120,9 @@ class TensorProxy(torch.Tensor):
 
     def __init__(self, ctx, var, meta):
         pass
+
+    real = _settable_part("real")
+    imag = _settable_part("imag")
 
     @property
     def __class__(self):
