@@ -21,9 +21,13 @@ from __future__ import annotations
 
 import collections
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from symshape.jit.boundary.outputs import unflatten
-from symshape.jit.guards.state import _instance_dict, _slots
+from symshape.jit.guards.state import _instance_dict, _slots, is_plain_object
+
+if TYPE_CHECKING:
+    from symshape.jit.guards.prologue import Builder
 
 _MISSING = object()
 
@@ -238,3 +242,84 @@ def resolver(paths: list, globals_: dict):
     body = ", ".join(paths) + ("," if len(paths) == 1 else "")
     src = f"def resolve(m, args, kwargs):\n    return ({body})\n"
     return compile_source(src, "resolve", dict(globals_), "symshape writes")
+
+
+def small_changes(c, before: tuple) -> list:
+    """``changes`` made as small as the call made them, so that what was there
+    before the call is not written back from the trace: a list extended
+    (``LOG.append(y)``), a dict's keys set or deleted, a set added to, an
+    object's attributes (a container subclass's own attributes too)."""
+    kind = before[0]
+    items = _small_item_changes(c, kind, before[1])
+    if items is None:
+        return changes(c, before)
+    if kind in ("list", "dict", "set") and len(before) > 2:
+        items += attr_changes(before[2], _instance_dict(c))
+    return items
+
+
+def _small_item_changes(c, kind: str, old) -> list | None:
+    """The item writes, or None where they are not that small (a list reordered)."""
+    if kind == "list":
+        new = list(c)
+        n = len(old)
+        if len(new) >= n and all(a is b for a, b in zip(old, new)):
+            return [("extend", None, new[n:])] if len(new) > n else []
+    elif kind == "dict":
+        old, new = dict(old), dict(c)
+        if list(new)[: len(old)] == [k for k in old if k in new]:  # no key moved
+            out = [("item", k, v) for k, v in new.items() if old.get(k, _MISSING) is not v]
+            return out + [("delitem", k, None) for k in old if k not in new]
+    elif kind == "set":  # `SEEN.add(key)`: its additions and removals, by identity
+        new = list(c)
+        was, now = {id(x) for x in old}, {id(x) for x in new}
+        out = [("add", None, x) for x in new if id(x) not in was]
+        return out + [("discard", None, x) for x in old if id(x) not in now]
+    return None
+
+
+def held_containers(value, depth: int = 2) -> list:
+    """The lists, dicts, sets and plain objects a plain object holds in its
+    attributes (and a container in its items), ``depth`` levels down."""
+    if depth == 0:
+        return []
+    if is_plain_object(value):
+        items = list(vars(value).values()) if hasattr(value, "__dict__") else []
+    elif type(value) in (list, dict):
+        items = list(value.values()) if type(value) is dict else list(value)
+    else:
+        return []
+    out = []
+    for v in items:
+        if type(v) in (list, dict, set) or is_plain_object(v):
+            out.append(v)
+            out += held_containers(v, depth - 1)
+    return out
+
+
+def tensor_attr_writes(b: Builder) -> list:
+    """The attributes the call set on the tensors passed in (``x.tag = flag``), as
+    writes replayed after every call on that call's tensors."""
+    out = []
+    for t, proxy, path in b.tensor_args:
+        before = t.__dict__
+        for k, v in proxy.__dict__.items():
+            if not k.startswith(("_ss_", "_is_param")) and before.get(k, _MISSING) is not v:
+                out.append((path, "attr", k, v))
+    return out
+
+
+def container_writes(b: Builder, read_states: list) -> list:
+    """What the call wrote into the lists, dicts, sets and objects it read off its
+    modules (``self.seen.add(x.shape)``, ``self.log.append(y)``), as writes replayed
+    after every call with that call's values; each is put back as it was, so no
+    traced value stays in it. What the trace read of them stays guarded."""
+    out = []
+    for obj, before in read_states:
+        if id(obj) in b.tracked:  # an argument's container too: its writes are found there
+            continue
+        found = small_changes(obj, before)
+        if found:
+            out.extend((b.const(obj, "_w"), kind, key, v) for kind, key, v in found)
+            restore(obj, before)
+    return out

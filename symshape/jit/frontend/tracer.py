@@ -37,14 +37,22 @@ from symshape.ir.codegen import Deferred
 from symshape.ir.passes import Storages, has_effect
 from symshape.ir.printer import fmt
 from symshape.jit.boundary import generators, outputs
-from symshape.jit.boundary.writes import Replay, Swapped, resolver, restore, shallow
+from symshape.jit.boundary.writes import (
+    Replay,
+    Swapped,
+    container_writes,
+    held_containers,
+    resolver,
+    restore,
+    shallow,
+    tensor_attr_writes,
+)
 from symshape.jit.frontend.draws import Draws, DrawsEagerly, first_source
 from symshape.jit.guards.globals_guard import (
     GlobalsGuard,
     GlobalWrites,
     cell_contents,
     hook_functions,
-    small_changes,
     users_function,
 )
 from symshape.jit.guards.prologue import Builder, Prologue
@@ -242,7 +250,7 @@ class _Watch:
         ):  # snapshot at its first read: what the trace saw, before any write of its own
             self.read_objects[id(value)] = ObjectGuard(value, attr)
             self.read_states.append((value, shallow(value)))
-            for c in _held_containers(value):  # `self.state.seen.add(...)`: written too
+            for c in held_containers(value):  # `self.state.seen.add(...)`: written too
                 if all(c is not o for o, _ in self.read_states):
                     self.read_states.append((c, shallow(c)))
 
@@ -396,7 +404,7 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
         ctx.split, ctx.env.on_data = None, None  # the rest (outputs, backward) reads nothing
         if ran.pending is None:
             stores = _stores(b, swapped.writes(), w.writes, slot_writes()) + stored
-            stores += _container_writes(b, w.read_states) + _tensor_attr_writes(b)
+            stores += container_writes(b, w.read_states) + tensor_attr_writes(b)
             held = global_writes.containers if global_writes is not None else ()
             cells = frozenset(id(c) for _, c, _ in global_writes.cells) if global_writes else ()
             ran.output, ran.out_spec, ran.replay = _output(
@@ -410,56 +418,6 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
             gg.settle()
         _grad_mode_kept(grad, name, ran.pending is None)
     return ran
-
-
-def _held_containers(value, depth: int = 2) -> list:
-    """The lists, dicts, sets and plain objects a plain object holds in its
-    attributes (and a container in its items), ``depth`` levels down."""
-    if depth == 0:
-        return []
-    if is_plain_object(value):
-        items = list(vars(value).values()) if hasattr(value, "__dict__") else []
-    elif type(value) in (list, dict):
-        items = list(value.values()) if type(value) is dict else list(value)
-    else:
-        return []
-    out = []
-    for v in items:
-        if type(v) in (list, dict, set) or is_plain_object(v):
-            out.append(v)
-            out += _held_containers(v, depth - 1)
-    return out
-
-
-def _tensor_attr_writes(b: Builder) -> list:
-    """The attributes the call set on the tensors passed in (``x.tag = flag``), as
-    writes replayed after every call on that call's tensors."""
-    out = []
-    for t, proxy, path in b.tensor_args:
-        before = t.__dict__
-        for k, v in proxy.__dict__.items():
-            if not k.startswith(("_ss_", "_is_param")) and before.get(k, _ABSENT) is not v:
-                out.append((path, "attr", k, v))
-    return out
-
-
-_ABSENT = object()
-
-
-def _container_writes(b: Builder, read_states: list) -> list:
-    """What the call wrote into the lists, dicts, sets and objects it read off its
-    modules (``self.seen.add(x.shape)``, ``self.log.append(y)``), as writes replayed
-    after every call with that call's values; each is put back as it was, so no
-    traced value stays in it. What the trace read of them stays guarded."""
-    out = []
-    for obj, before in read_states:
-        if id(obj) in b.tracked:  # an argument's container too: its writes are found there
-            continue
-        found = small_changes(obj, before)
-        if found:
-            out.extend((b.const(obj, "_w"), kind, key, v) for kind, key, v in found)
-            restore(obj, before)
-    return out
 
 
 def _grad_mode_kept(grad: bool, name: str, complete: bool) -> None:

@@ -10,12 +10,11 @@ import types
 from torch import nn
 from torch._C._dynamo.guards import dict_version
 
-from symshape.jit.boundary.writes import attr_changes, changes, restore, shallow
+from symshape.jit.boundary.writes import restore, shallow, small_changes
 from symshape.jit.guards.state import (
     _MISSING,
     HOOK_DICTS,
     ObjectGuard,
-    _instance_dict,
     class_guards,
     diff,
     is_plain_object,
@@ -208,40 +207,6 @@ class GlobalWrites:
                 out.extend((const(c), kind, key, v) for kind, key, v in found)
                 restore(c, before)
         return out
-
-
-def small_changes(c, before: tuple) -> list:
-    """``changes`` made as small as the call made them, so that what was there
-    before the call is not written back from the trace: a list extended
-    (``LOG.append(y)``), a dict's keys set or deleted, a set added to, an
-    object's attributes (a container subclass's own attributes too)."""
-    kind = before[0]
-    items = _small_item_changes(c, kind, before[1])
-    if items is None:
-        return changes(c, before)
-    if kind in ("list", "dict", "set") and len(before) > 2:
-        items += attr_changes(before[2], _instance_dict(c))
-    return items
-
-
-def _small_item_changes(c, kind: str, old) -> list | None:
-    """The item writes, or None where they are not that small (a list reordered)."""
-    if kind == "list":
-        new = list(c)
-        n = len(old)
-        if len(new) >= n and all(a is b for a, b in zip(old, new)):
-            return [("extend", None, new[n:])] if len(new) > n else []
-    elif kind == "dict":
-        old, new = dict(old), dict(c)
-        if list(new)[: len(old)] == [k for k in old if k in new]:  # no key moved
-            out = [("item", k, v) for k, v in new.items() if old.get(k, _MISSING) is not v]
-            return out + [("delitem", k, None) for k in old if k not in new]
-    elif kind == "set":  # `SEEN.add(key)`: its additions and removals, by identity
-        new = list(c)
-        was, now = {id(x) for x in old}, {id(x) for x in new}
-        out = [("add", None, x) for x in new if id(x) not in was]
-        return out + [("discard", None, x) for x in old if id(x) not in now]
-    return None
 
 
 def _kwdefaults(f) -> tuple | None:
