@@ -272,6 +272,10 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 class JitFunction:
     """A traced, cached version of a function or module call."""
 
+    # jit(obj.method) of an object that is no module: ``obj`` (a classmethod's class),
+    # passed as the first argument of the method's function on every call
+    _bound = _UNBOUND = object()
+
     def __init__(
         self,
         fn,
@@ -340,6 +344,8 @@ class JitFunction:
         return wrap
 
     def __call__(self, *args, **kwargs):
+        if self._bound is not JitFunction._UNBOUND:
+            args = (self._bound, *args)
         if _tracing() is not None:  # called from code being traced: inline it into that trace
             return self._fn(*args, **kwargs)
         self.stats.calls += 1  # every call, those that fail included
@@ -595,6 +601,8 @@ class JitFunction:
         ``torch._dynamo.explain``): the trace it would run, or why each trace rejects
         it and what the new trace would be; its guards with your lines; where it
         would split and why. Nothing is kept and nothing runs (``explain.py``)."""
+        if self._bound is not JitFunction._UNBOUND:
+            args = (self._bound, *args)
         with self._lock:
             return explain(self, args, kwargs)
 
@@ -936,6 +944,13 @@ def jit(
     # model.forward = symshape.jit(model.forward): the module's parameters and buffers
     # are inputs read on every call, its state is guarded, as for jit(model)
     label = name or getattr(fn, "__qualname__" if method else "__name__", "fn")
+    if inspect.ismethod(fn) and not method:
+        # obj.method: ``obj`` is the trace's first argument, so what the method reads off
+        # it (its attributes, its class's) is checked on every call, as an argument's is
+        jf = JitFunction(fn.__func__, None, name=label, **options)
+        functools.update_wrapper(jf, fn, updated=())
+        jf._bound = fn.__self__
+        return jf
     jf = JitFunction(fn, fn.__self__ if method else None, name=label, **options)
     functools.update_wrapper(jf, fn, updated=())
     return jf

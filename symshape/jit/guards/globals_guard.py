@@ -19,6 +19,7 @@ from symshape.jit.guards.state import (
     diff,
     is_plain_object,
     snapshot,
+    user_class,
 )
 from symshape.sym.source import is_user_file
 
@@ -79,7 +80,7 @@ class GlobalsGuard:
         # the user's classes read (`A.a`, `super().a` through `__class__`): their dicts
         guards = {}
         for v in values:
-            if isinstance(v, type) and _user_class(v):
+            if isinstance(v, type) and user_class(v):
                 for c in class_guards(v):
                     guards.setdefault(c.cls, c)
         self.classes = list(guards.values())
@@ -264,11 +265,11 @@ def _reached(fns, depth: int = 4) -> list:
 def _methods(cls: type) -> tuple:
     """The functions of a class defined in the user's files, and of its bases
     there: methods, static and class methods, properties' getters and setters."""
-    if not _user_class(cls):
+    if not user_class(cls):
         return ()
     out = []
     for c in cls.__mro__:
-        if not _user_class(c):
+        if not user_class(c):
             continue
         for v in list(vars(c).values()):
             if isinstance(v, (staticmethod, classmethod)):
@@ -318,15 +319,6 @@ def _unique_cells(fns) -> list:
                 seen.add(id(pair[1]))
                 out.append(pair)
     return out
-
-
-def _user_class(cls: type) -> bool:
-    """A class defined in the user's own files (its attributes may change)."""
-    import sys
-
-    mod = sys.modules.get(cls.__module__)
-    name = getattr(mod, "__file__", None) or ""
-    return bool(name) and is_user_file(name) and "-packages" not in name
 
 
 def _scopes(fns) -> list:

@@ -46,9 +46,11 @@ from symshape.jit.guards.state import (
     ModuleGuard,
     ObjectGuard,
     TreeGuard,
+    class_guards,
     hook_dicts,
     is_plain_object,
     snapshot,
+    user_class,
 )
 from symshape.sym.expr import Symbol
 from symshape.sym.source import user_location
@@ -290,7 +292,23 @@ class Builder(ObjectInputs):
             f"_described({src})",
             into=out,
         )
+        if isinstance(value, type) and user_class(value):
+            self._class_state(value, label, out)
         return value
+
+    def _class_state(self, cls: type, label: str, out: list) -> None:
+        """A user's class passed in (``f(x, Config)``, a classmethod's ``cls``): what the
+        trace read off it, or off a base class, is as it was (a dict version compare
+        per class while nothing changed)."""
+        for g in class_guards(cls):
+            gc = self.const(g, "_cls")
+            self.fail(
+                f"not {gc}.fast() and {gc}.why() is not None",
+                f"{label}: class {g.cls.__qualname__} has the attributes it had when traced",
+                f"{gc}.why()",
+                kind="state",
+                into=out,
+            )
 
     def _float(self, value: float, src: str, label: str, out: list):
         """A float argument: an input of the trace when the policy makes it dynamic

@@ -32,6 +32,7 @@ from torch._C._dynamo.guards import dict_version
 from torch.utils.hooks import RemovableHandle
 
 from symshape.ir.printer import fmt
+from symshape.sym.source import is_user_file
 
 _SCALAR = (
     type(None),
@@ -545,6 +546,21 @@ def class_guards(t: type) -> tuple:
             continue
         out.append(ClassGuard(k))
     return tuple(out)
+
+
+def user_class(cls: type) -> bool:
+    """A class defined in the user's own files (its attributes may change), or
+    where no file is (a notebook cell, ``exec``'d code) unless it is a built-in type."""
+    import sys
+
+    mod = sys.modules.get(cls.__module__)
+    name = getattr(mod, "__file__", None)
+    if not name:
+        return cls.__module__ != "builtins" and bool(cls.__flags__ & _HEAPTYPE)
+    return is_user_file(name) and "-packages" not in name
+
+
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement, not a C type
 
 
 def class_dict(cls: type) -> dict:
