@@ -49,13 +49,14 @@ def _size(ctx, t, dim=None):
 
 
 def _layout_unknown(t) -> TracingError:
-    where = user_location()
-    return TracingError(
-        f"the memory layout of {t._ss_var.name} is not tracked: it comes from an op on "
-        "non-contiguous inputs, and symshape does not model which layout such ops produce"
-        + (f"\n  at {where.describe()}" if where else "")
-        + "\nExpected code that does not depend on strides here. Fix: call .contiguous() first "
-        "(or pass contiguous inputs)."
+    """A layout query (``stride()``, ``is_contiguous()``) of a tensor whose layout the
+    trace does not model: the query runs eagerly, on the real tensor, at a split of
+    the trace (trace/eager.py); with ``fullgraph=True`` this is the error."""
+    return unsupported_form(
+        f"layout query: the memory layout of {t._ss_var.name} is not tracked: it comes "
+        "from an op on non-contiguous inputs, and symshape does not model which layout such "
+        "ops produce. Fix: call .contiguous() first (or pass contiguous inputs), or let the "
+        "trace split here (fullgraph=False)"
     )
 
 

@@ -49,14 +49,24 @@ def test_enable_grad_inside_a_call_made_under_no_grad_builds_eagers_graph():
     assert torch.equal(torch.autograd.grad(got.sum(), x)[0], torch.autograd.grad(want.sum(), x)[0])
 
 
-def test_leaving_grad_mode_changed_is_refused_and_restored():
+def test_leaving_grad_mode_changed_is_replayed_on_every_call():
     def fn(x):
         torch.set_grad_enabled(False)
         return x * 2
 
-    with pytest.raises(symshape.TracingError, match="leaves grad mode off"):
-        symshape.jit(fn)(torch.randn(3))
-    assert torch.is_grad_enabled()
+    jf = symshape.jit(fn)
+    try:
+        for n in (3, 4, 5):
+            x = torch.randn(n, requires_grad=True)
+            got = jf(x)
+            assert not torch.is_grad_enabled()  # as eager leaves it
+            torch.set_grad_enabled(True)
+            want = fn(x)
+            assert not torch.is_grad_enabled()
+            torch.set_grad_enabled(True)
+            assert got.requires_grad is want.requires_grad and torch.equal(got, want)
+    finally:
+        torch.set_grad_enabled(True)
 
 
 def test_autocast_inside_is_refused():

@@ -6,13 +6,17 @@ import torch
 import symshape
 
 
-def test_unknown_layout_refuses_with_fix():
+def test_unknown_layout_is_read_eagerly_or_refused_with_fix():
     def f(x):
         y = x.t() * 2  # eager keeps the transposed layout; symshape does not model it
         return y if y.is_contiguous() else y + 1
 
+    jf = symshape.jit(f, dynamic=True)
+    for shape in [(3, 4), (5, 2), (1, 3)]:
+        x = torch.randn(shape)
+        assert torch.equal(jf(x), f(x)), shape  # the query runs on the real tensor
     with pytest.raises(symshape.TracingError, match=r"\.contiguous\(\)"):
-        symshape.jit(f, dynamic=True)(torch.randn(3, 4))
+        symshape.jit(f, dynamic=True, fullgraph=True)(torch.randn(3, 4))
 
 
 @pytest.mark.parametrize(

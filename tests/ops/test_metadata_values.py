@@ -48,3 +48,23 @@ def test_comparing_a_tensor_with_none_is_false_as_in_eager():
         assert jf(torch.ones(n)) == f(torch.ones(n))[:2] + (torch.tensor(False),)
     with pytest.raises(TypeError):
         symshape.jit(lambda x: torch.eq(x, None))(torch.ones(2))
+
+
+def _conv_layout(inp, weight):
+    weight = weight.to(memory_format=torch.channels_last)
+    out = torch.conv2d(inp, weight, None, (2, 1), (1, 1), (1, 1), 1)
+    flags = (out.is_contiguous(memory_format=torch.channels_last), out.is_contiguous())
+    return flags, out.stride(), out * 2
+
+
+def test_a_layout_the_trace_does_not_model_is_read_eagerly_at_a_split():
+    """dynamo's test_tensor_is_contiguous: a convolution with a channels-last weight
+    has a layout symshape does not model; the query runs on the real tensor."""
+    jf = symshape.jit(_conv_layout)
+    for n in (1, 3, 2):
+        inp, w = torch.randn(n, 16, 1 + n, 1), torch.randn(8, 16, 3, 3)
+        got, want = jf(inp, w), _conv_layout(inp, w)
+        assert got[:2] == want[:2], n
+        assert torch.equal(got[2], want[2]), n
+    with pytest.raises(symshape.UnsupportedOpError, match=r"\.contiguous\(\) first"):
+        symshape.jit(_conv_layout, fullgraph=True)(inp, w)

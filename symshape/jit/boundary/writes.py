@@ -210,6 +210,8 @@ class Replay:
                 obj.pop(key, None)
             elif kind == "cell":  # a closure variable
                 obj.cell_contents = v
+            elif kind == "call":  # a torch flag the call set (torch_state.py)
+                obj(v)
             else:  # "buffer"
                 obj._buffers[key] = v
         return result

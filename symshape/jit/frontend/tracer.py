@@ -36,7 +36,7 @@ from symshape.ir import (
 from symshape.ir.codegen import Deferred
 from symshape.ir.passes import Storages, has_effect
 from symshape.ir.printer import fmt
-from symshape.jit.boundary import generators, outputs
+from symshape.jit.boundary import generators, outputs, torch_state
 from symshape.jit.boundary.writes import (
     Replay,
     Swapped,
@@ -370,7 +370,7 @@ def _walk_inputs(b: Builder, target, module, args: tuple, kwargs: dict) -> tuple
 def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, global_writes):
     """Run the call on proxies with every watcher in place; whatever happens, the
     Python state it wrote is taken back out (its writes are replayed per call)."""
-    grad = torch.is_grad_enabled()
+    flags = torch_state.snapshot()
     roots = [module] if module is not None else b.roots
     ran = _Ran()
     with (
@@ -399,6 +399,11 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
         finally:  # no traced value stays in them, whatever happened
             if global_writes is not None:
                 stored = global_writes.take(lambda obj: b.const(obj, "_w"))
+            # torch's flags it set (a bare set_grad_enabled(False)): back as the caller
+            # had them, which the trace runs in; each is set again after every call
+            flags = torch_state.take_changes(flags)
+            stored += [(b.const(write, "_w"), "call", what, value) for what, write, value in flags]
+        torch_state.check_replayable(flags, name)
         if ctx.split is not None:
             ran.marks, ran.results = ctx.split.marks, ctx.split.results
         ctx.split, ctx.env.on_data = None, None  # the rest (outputs, backward) reads nothing
@@ -416,23 +421,7 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
         ctx.flush_asserts()
         if gg:
             gg.settle()
-        _grad_mode_kept(grad, name, ran.pending is None)
     return ran
-
-
-def _grad_mode_kept(grad: bool, name: str, complete: bool) -> None:
-    """The call left grad mode as it found it, or the trace is refused (a bare
-    ``torch.set_grad_enabled(False)``); a trace stopped at a read of data is in
-    the prefix's mode there, which its continuation traces on."""
-    if torch.is_grad_enabled() == grad:
-        return
-    torch._C._set_grad_enabled(grad)
-    if complete:
-        raise TracingError(
-            f"{name} leaves grad mode {'off' if grad else 'on'}: a trace cannot repeat "
-            "that change of global state on later calls. Fix: switch it in a `with` "
-            "block (with torch.no_grad(): ...), or outside the jit-compiled function."
-        )
 
 
 def _nothing_left(b: Builder, w: _Watch) -> None:

@@ -1,0 +1,125 @@
+"""torch's global flags a traced call sets with a plain call (not a ``with``
+block) are set again after every call the trace serves, as eager sets them
+(jit/boundary/torch_state.py). Each test sets the flags to one state before
+each call, runs eager and jit at several sizes, and compares results and the
+flags each leaves."""
+
+import pytest
+import torch
+
+import symshape
+
+SIZES = [4, 7, 1]
+
+
+@pytest.fixture(autouse=True)
+def _flags_back():
+    before = (
+        torch.is_grad_enabled(),
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+        torch.get_num_threads(),
+        torch.get_float32_matmul_precision(),
+        torch.get_default_dtype(),
+    )
+    yield
+    torch.set_grad_enabled(before[0])
+    torch.use_deterministic_algorithms(before[1], warn_only=before[2])
+    torch.set_num_threads(before[3])
+    torch.set_float32_matmul_precision(before[4])
+    torch.set_default_dtype(before[5])
+
+
+def _flags():
+    return (
+        torch.is_grad_enabled(),
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+        torch.get_num_threads(),
+        torch.get_float32_matmul_precision(),
+        torch.get_default_dtype(),
+    )
+
+
+def _differential(fn, enter, *extra):
+    jf = symshape.jit(fn)
+    for n in SIZES:
+        x = torch.randn(n, 3)
+        enter()
+        want, left_eager = fn(x, *extra), _flags()
+        enter()
+        got, left_jit = jf(x, *extra), _flags()
+        assert left_jit == left_eager, n
+        assert got.dtype == want.dtype and got.requires_grad == want.requires_grad, n
+        assert torch.allclose(got, want), n
+    return jf
+
+
+def test_deterministic_algorithms_set_inside():
+    def fn(x):
+        torch.use_deterministic_algorithms(False, warn_only=False)
+        return x + 1
+
+    jf = _differential(fn, lambda: torch.use_deterministic_algorithms(True, warn_only=True))
+    assert jf.stats.eager_calls == 0
+
+
+def test_grad_mode_left_off():
+    w = torch.randn(3, 3, requires_grad=True)
+
+    def fn(x, w):
+        y = (x @ w).relu()  # recorded with gradients
+        torch.set_grad_enabled(False)
+        return y
+
+    jf = _differential(fn, lambda: torch.set_grad_enabled(True), w)
+    x = torch.randn(2, 3)
+    grads = []
+    for f in (jf, fn):
+        torch.set_grad_enabled(True)
+        out = f(x, w)
+        torch.set_grad_enabled(True)  # the call left it off
+        grads += torch.autograd.grad(out.sum(), w)
+    assert torch.allclose(grads[0], grads[1])
+
+
+def test_grad_mode_left_on_under_no_grad():
+    def fn(x):
+        torch.set_grad_enabled(True)
+        return x * 2
+
+    _differential(fn, lambda: torch.set_grad_enabled(False))
+
+
+def test_threads_and_matmul_precision():
+    n = torch.get_num_threads()
+
+    def fn(x):
+        torch.set_num_threads(1)
+        torch.set_float32_matmul_precision("medium")
+        return x @ x.T
+
+    def enter():
+        torch.set_num_threads(n)
+        torch.set_float32_matmul_precision("highest")
+
+    _differential(fn, enter)
+
+
+def test_grad_mode_left_off_around_a_read_of_data():
+    def fn(x):
+        torch.set_grad_enabled(False)
+        k = int(x.sum() > 0)  # the trace splits here
+        return x * (k + 1)
+
+    _differential(fn, lambda: torch.set_grad_enabled(True))
+
+
+def test_the_default_dtype_set_inside_runs_eagerly_with_a_warning():
+    def fn(x):
+        torch.set_default_dtype(torch.float64)
+        return torch.ones(x.shape) + x
+
+    with pytest.warns(UserWarning, match="set_default_dtype"):
+        jf = _differential(fn, lambda: torch.set_default_dtype(torch.float32))
+    assert jf.stats.eager_calls == len(SIZES)
