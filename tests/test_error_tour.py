@@ -39,12 +39,12 @@ def marked_line(fn) -> int:
 J = symshape.jit
 
 
-@case()
-def generator_returned_and_consumed():
+@case(names="lazy builtins.generator")
+def generator_returned_under_fullgraph():
     def doubles(x):
-        return (x * i for i in range(2))  # <- here
+        return (x * i for i in range(2))  # without fullgraph: runs eagerly, warned
 
-    list(J(doubles, dynamic=True)(torch.randn(3)))
+    list(J(doubles, dynamic=True, fullgraph=True)(torch.randn(3)))
 
 
 @case(names="gen")
@@ -52,7 +52,7 @@ def generator_function():
     def gen(x):
         yield x
 
-    J(gen)
+    J(gen, fullgraph=True)
 
 
 @case(names="'yes'")

@@ -5,6 +5,7 @@ class, recursion, generator/async functions, deepcopy and pickle."""
 import copy
 import pickle
 import threading
+import warnings
 
 import pytest
 import torch
@@ -407,19 +408,51 @@ async def _agen(x):
     "fn, kind",
     [(_gen, "generator function"), (_coro, "async function"), (_agen, "async generator")],
 )
-def test_generator_and_async_functions_are_refused_by_jit(fn, kind):
+def test_generator_and_async_functions_are_refused_with_fullgraph(fn, kind):
     with pytest.raises(TypeError, match=kind) as e:
-        symshape.jit(fn)
+        symshape.jit(fn, fullgraph=True)
     assert "expected a function" in str(e.value) and "Fix" in str(e.value)
 
 
-def test_module_with_a_generator_forward_is_refused_by_jit():
+def test_a_generator_function_runs_eagerly_with_a_warning():
+    """As torch.compile runs a frame it skips: the generator eager's call returns."""
+
+    def gen(x, n):
+        for i in range(n):
+            yield x * i
+
+    jf = symshape.jit(gen)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for shape, n in [((2, 3), 3), ((4,), 2)]:
+            x = torch.randn(shape)
+            got = list(jf(x, n))
+            assert [torch.equal(a, b) for a, b in zip(got, gen(x, n))] == [True] * n
+    said = [str(m.message) for m in w if "generator function" in str(m.message)]
+    assert len(said) == 1 and "Fix: return the values" in said[0]  # once per function
+    assert jf.stats.eager_calls == 2 and jf.traces() == []
+
+
+def test_an_async_function_runs_eagerly():
+    import asyncio
+
+    x = torch.ones(2)
+    with pytest.warns(UserWarning, match="async function"):
+        got = asyncio.run(symshape.jit(_coro)(x))
+    assert torch.equal(got, x * 2)
+
+
+def test_module_with_a_generator_forward_runs_eagerly_or_is_refused():
     class Gen(nn.Module):
         def forward(self, x):
-            yield x
+            yield x + 1
 
     with pytest.raises(TypeError, match="its forward is a generator function"):
-        symshape.jit(Gen())
+        symshape.jit(Gen(), fullgraph=True)
+    jm = symshape.jit(Gen())
+    with pytest.warns(UserWarning, match="its forward is a generator function"):
+        (y,) = list(jm(torch.zeros(2)))
+    assert torch.equal(y, torch.ones(2)) and jm.training
 
 
 # -- 4. deepcopy and pickle ----------------------------------------------------------------

@@ -10,11 +10,13 @@ were returned (constants of the trace).
 
 from __future__ import annotations
 
+import collections.abc
 import types
 
 import torch
 import torch.utils._pytree as pytree
 
+from symshape.trace.errors import RunsEagerly
 from symshape.trace.generator import DefaultGeneratorProxy, GeneratorProxy
 from symshape.trace.proxy import TensorProxy
 
@@ -61,6 +63,13 @@ def flatten(
         t = type(x)
         if refs is not None and id(x) in refs:
             return ("ref", refs[id(x)])
+        if _lazy_iterator(x):
+            raise RunsEagerly(
+                f"the function returns (or stores) a lazy {t.__module__}.{t.__qualname__}, "
+                "whose items are computed when iterated, after the call: a trace can only "
+                "return values it computed",
+                "return a list (list(it)) or a tuple of the values",
+            )
         if t is DefaultGeneratorProxy:  # what the code named is the real global generator
             return ("const", torch._C.default_generator)
         if t is slice or t is range:  # their ints may be sizes: this call's, not the traced one's
@@ -118,6 +127,14 @@ def flatten(
 
 
 _EMPTY = object()  # an empty cell's content
+
+
+def _lazy_iterator(x) -> bool:
+    """A generator, ``map``/``zip``/``filter``/``enumerate``, a list's iterator, an
+    ``itertools`` object: returned by a trace it would be one object, consumed by
+    the first caller and empty for the rest, or hold the trace's placeholders."""
+    t = type(x)
+    return t.__module__ in ("builtins", "itertools") and isinstance(x, collections.abc.Iterator)
 
 
 def _cell(c):

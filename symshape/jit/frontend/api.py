@@ -275,6 +275,7 @@ class JitFunction:
     # jit(obj.method) of an object that is no module: ``obj`` (a classmethod's class),
     # passed as the first argument of the method's function on every call
     _bound = _UNBOUND = object()
+    _eager_reason: str | None = None  # why every call runs eagerly (wrapping.check_traceable)
 
     def __init__(
         self,
@@ -349,6 +350,8 @@ class JitFunction:
         if _tracing() is not None:  # called from code being traced: inline it into that trace
             return self._fn(*args, **kwargs)
         self.stats.calls += 1  # every call, those that fail included
+        if self._eager_reason is not None:
+            return self._untraceable(self._eager_reason, args, kwargs)
         try:
             out = self._cached(args, kwargs)
             return self._miss(args, kwargs) if out is _MISS else out
@@ -929,7 +932,12 @@ def jit(
         return functools.partial(jit, name=name, **options)
     _check_options(**options)
     fn = _unwrap(fn)  # jit(jit(f)): f, with these options
-    wrapping.check_traceable(fn, name or getattr(fn, "__name__", type(fn).__name__))
+    label = name or getattr(fn, "__name__", type(fn).__name__)
+    eager_reason = wrapping.check_traceable(fn, label, options.get("fullgraph", False))
+    if eager_reason is not None:  # a generator or async function: runs eagerly, warned
+        jf = JitFunction(fn, None, name=label, **options)
+        jf._eager_reason = eager_reason
+        return JitModule(fn, jf) if isinstance(fn, nn.Module) else jf
     if isinstance(fn, nn.Module):
         from symshape.jit.frontend.ddp import is_ddp, jit_ddp
 

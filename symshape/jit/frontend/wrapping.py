@@ -47,12 +47,15 @@ def _kind(fn) -> tuple[str, str] | None:
     return None
 
 
-def check_traceable(fn, name: str) -> None:
-    """Refuse generator and async functions (and modules whose forward is one)."""
+def check_traceable(fn, name: str, fullgraph: bool = False) -> str | None:
+    """Generator and async functions (and modules whose forward is one) have no
+    call to trace: calling one returns a generator or coroutine before its body
+    runs. With ``fullgraph=True`` they are refused; otherwise they run eagerly, as
+    torch.compile runs the frames it skips, and this returns why (None: traceable)."""
     target = getattr(type(fn), "forward", None) if isinstance(fn, nn.Module) else fn
     kind = _kind(target)
     if kind is None:
-        return
+        return None
     what, returns = kind
     where = "its forward is " if isinstance(fn, nn.Module) else ""
     if "async" in what:
@@ -66,11 +69,16 @@ def check_traceable(fn, name: str) -> None:
             "`return` it), or jit the function each step calls and keep the generator "
             "around it: `step = symshape.jit(step_fn)`, then `yield step(x)`."
         )
-    raise TypeError(
-        f"symshape.jit({name}): expected a function that computes and returns its result, "
-        f"found {where}{what}. Calling it returns {returns} before any of its body runs, so "
+    why = (
+        f"{where}{what}. Calling it returns {returns} before any of its body runs, so "
         f"there is no call to trace. Fix: {fix}"
     )
+    if fullgraph:
+        raise TypeError(
+            f"symshape.jit({name}, fullgraph=True): expected a function that computes and "
+            f"returns its result, found {why}"
+        )
+    return f"{name} is {why}"
 
 
 # -- recursion ---------------------------------------------------------------------------
