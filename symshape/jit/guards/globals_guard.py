@@ -3,8 +3,10 @@ checked on every call (dict version tags first, values only when one moved)."""
 
 from __future__ import annotations
 
+import collections
 import dis
 import functools
+import logging
 import types
 
 from torch import nn
@@ -22,6 +24,8 @@ from symshape.jit.guards.state import (
     user_class,
 )
 from symshape.sym.source import is_user_file
+
+log = logging.getLogger("symshape")
 
 
 class GlobalsGuard:
@@ -234,30 +238,32 @@ def cell_contents(cell):
         return _MISSING
 
 
-def _reached(fns, depth: int = 4) -> list:
-    """``fns`` and the user's functions they reach through global names and closure
-    cells (``helper(x)``, a nested ``direct()`` that a closure holds), up to ``depth``
-    calls deep, each once, ``fns`` first."""
+def _reached(fns, limit: int = 4096) -> list:
+    """``fns`` and every user's function they reach through global names, closure
+    cells, user modules' attributes and user classes' methods (``helper(x)``, a
+    nested ``direct()`` that a closure holds, ``Variable.__init__`` calling
+    ``fresh_name()``), each once, ``fns`` first. Breadth first and to any depth:
+    a helper's helper's global is read as surely as the function's own. ``limit``
+    bounds the walk over a very large code base (logged when reached)."""
     out: list = []
     seen: set = set()
-    todo = [(f, 0) for f in reversed(fns)]
+    todo = collections.deque(fns)
     while todo:
-        f, d = todo.pop()
+        f = todo.popleft()
         if id(f.__code__) in seen:
             continue
         seen.add(id(f.__code__))
         out.append(f)
-        if d >= depth:
-            continue
+        if len(out) >= limit:
+            log.info("symshape: stopped walking the user's functions at %d of them", limit)
+            break
         found = _loaded_values(f)
         attrs = _code_names(f.__code__, _ATTR_LOADS)
         for m in [v for v in found if _user_module(v)]:  # `helpers.scale(x)`
             found += [m.__dict__[n] for n in attrs if n in m.__dict__]
         for v in list(found):  # a user class's methods, an instance's class's
             found += _methods(v if isinstance(v, type) else type(v))
-        for v in found:
-            if isinstance(v, types.FunctionType) and users_function(v):
-                todo.append((v, d + 1))
+        todo.extend(v for v in found if isinstance(v, types.FunctionType) and users_function(v))
     return out
 
 
