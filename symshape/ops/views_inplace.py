@@ -10,9 +10,10 @@ in the traced code holds)::
     y = x * 2                   t1 = mul(x, 2)
     y.unsqueeze_(1)     ->      t2 = unsqueeze(t1, 1)        # y is t2 from here
 
-The gradient is the view's. A tensor the traced function received (an input,
-a parameter, a buffer, a constant) is refused: eager would change the caller's
-tensor object, which a trace does not repeat on later calls.
+The gradient is the view's. On a tensor the traced function received (an
+input, a parameter, a buffer, a constant) the function runs eagerly, warned
+(refused with ``fullgraph``): eager changes the caller's tensor object, which a
+trace does not repeat on later calls.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import torch
 
 from symshape.ops.registry import BY_NAME, register, tensor_method
 from symshape.sym.source import user_location
-from symshape.trace.errors import TracingError
+from symshape.trace.errors import RunsEagerly
 
 
 def _made_here(ctx, t) -> bool:
@@ -35,11 +36,11 @@ def _in_place(view: str):
         ctx.meta(input)
         if not _made_here(ctx, input):
             where = user_location()
-            raise TracingError(
+            raise RunsEagerly(
                 f"`Tensor.{op.name}` changes the shape of a tensor the traced function "
                 f"received (at {where.describe() if where else 'an unknown line'}); eager "
-                "changes the caller's tensor object, which a trace does not repeat on later "
-                f"calls. Fix: use the view instead, `y = x.{view}(...)`."
+                "changes the caller's tensor object",
+                f"use the view instead, `y = x.{view}(...)`",
             )
         value = BY_NAME[view].rule(ctx, BY_NAME[view], input, *args, **kwargs)
         ctx.rebind(input, value)

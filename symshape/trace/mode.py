@@ -27,7 +27,7 @@ from symshape.sym.source import user_location
 from symshape.trace import vmap
 from symshape.trace.construction import check_building
 from symshape.trace.eager import NOT_SPLIT, eager_call
-from symshape.trace.errors import TracingError, UnsupportedOpError
+from symshape.trace.errors import RunsEagerly, TracingError, UnsupportedOpError
 from symshape.trace.frame_state import transparent
 from symshape.trace.generator import DefaultGeneratorProxy
 from symshape.trace.inline import body
@@ -224,6 +224,7 @@ def _route_python_level(patches: Patches) -> None:
     for mod, name in PYTHON_LEVEL:
         patches.replace(mod, name, _router(getattr(mod, name), patches))
     _route_default_generator(patches)
+    _route_autodiff_transforms(patches)
     vmap.install(patches)
     for name in ("trace", "script", "trace_module"):
         patches.replace(torch.jit, name, _torchscript_refused(getattr(torch.jit, name), patches))
@@ -263,6 +264,43 @@ def _route_default_generator(patches: Patches) -> None:
     else:
         patches.replace(torch, "__getattr__", __getattr__)
     patches.hide(torch, "default_generator")
+
+
+# torch.func's autodiff transforms reach these: grad/grad_and_value, vjp/jacrev, jvp/jacfwd
+# (hessian and linearize through them)
+_AUTODIFF_TRANSFORMS = ("grad_and_value_impl", "_vjp_with_argnums", "_jvp_with_argnums")
+
+
+def _route_autodiff_transforms(patches: Patches) -> None:
+    """``torch.func.grad``, ``vjp``, ``jacrev``, ``jacfwd``, ``hessian`` in traced code:
+    functorch wraps each tensor in a C++ wrapper of its own nesting level, which a
+    proxy cannot be, so the function runs eagerly (warned; refused with
+    ``fullgraph``). Their implementations are patched where torch's public
+    functions look them up at call time, so ``from torch.func import jacrev``
+    made before tracing is covered too."""
+    from torch._functorch import eager_transforms
+
+    for name in _AUTODIFF_TRANSFORMS:
+        fn = getattr(eager_transforms, name, None)
+        if fn is not None:
+            patches.replace(eager_transforms, name, _runs_eagerly_in_traces(fn, patches))
+
+
+def _runs_eagerly_in_traces(fn: Callable, patches: Patches) -> Callable:
+    @functools.wraps(fn)
+    def transform(*args, **kwargs):
+        if patches.current() is None:
+            return fn(*args, **kwargs)  # another thread, not tracing
+        where = user_location()
+        raise RunsEagerly(
+            "torch.func's autodiff transforms (grad, vjp, jvp, jacrev, jacfwd, hessian) "
+            "wrap tensors in functorch's own C++ wrappers, which symshape's traced tensors "
+            f"cannot be{f' (at {where.describe()})' if where else ''}",
+            "call the transform outside the jit-compiled function, or use "
+            "torch.autograd.grad inside it (traced)",
+        )
+
+    return transform
 
 
 def _as_numpy(to: type) -> Callable:

@@ -125,3 +125,34 @@ def test_returning_an_object_that_holds_modules_does_not_walk_them_forever():
     out = symshape.jit(fn)(torch.ones(3))
     assert type(out[1]) is warnings.catch_warnings
     torch.testing.assert_close(out[0], torch.ones(3).sin())
+
+
+def test_a_threading_local_passed_in_is_written_per_thread_as_eager_writes_it():
+    """dynamo test_misc's threading.local programs: what the call stores into a
+    local passed in is stored again after every call, into the calling thread's
+    own attributes."""
+    import threading
+
+    def fn(x, tl):
+        tl.v = x * 2
+        tl.n = getattr(tl, "n", 0) + 1
+        return x + 1
+
+    jf = symshape.jit(fn)
+    tl = threading.local()
+    for i, n in enumerate((3, 4, 4), 1):
+        x = torch.randn(n)
+        assert torch.equal(jf(x, tl), x + 1)
+        assert torch.equal(tl.v, x * 2) and tl.n == i
+    seen = {}
+
+    def other():
+        x = torch.ones(2)
+        jf(x, tl)
+        seen["v"], seen["n"] = tl.v, tl.n
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    assert torch.equal(seen["v"], torch.full((2,), 2.0)) and seen["n"] == 1  # its own
+    assert tl.n == 3  # this thread's, untouched

@@ -380,17 +380,24 @@ def test_a_user_except_clause_does_not_swallow_the_split():
     run_against_eager(fn, [(torch.ones(3),), (-torch.ones(2),), (torch.ones(4),)])
 
 
-def test_a_read_after_an_inputs_sizes_changed_in_place_is_refused():
+def test_a_read_after_an_inputs_sizes_changed_in_place_runs_eagerly():
     # a later path's prologue is checked after the segments before it ran: an input
-    # whose sizes they changed would be checked as it is then (refused by the tracer)
+    # whose sizes they changed would be checked as it is then (the function runs
+    # eagerly: the tracer does not repeat a change of the caller's tensor object)
     def fn(x):
         x.unsqueeze_(0)
         if x.sum() > 0:
             return x * 2
         return x
 
+    jf = symshape.jit(fn, dynamic=True)
+    with pytest.warns(UserWarning, match="unsqueeze_"):
+        for sign in (1, -1):
+            a = torch.ones(3) * sign
+            b = a.clone()
+            assert torch.equal(jf(a), fn(b)) and a.shape == b.shape == (1, 3)
     with pytest.raises(symshape.TracingError, match="unsqueeze_"):
-        symshape.jit(fn, dynamic=True)(torch.ones(3))
+        symshape.jit(fn, dynamic=True, fullgraph=True)(torch.ones(3))
 
 
 def test_moe_dispatch_trains_like_eager():

@@ -20,6 +20,7 @@ A returned object the caller passed in comes back as the caller's own object
 from __future__ import annotations
 
 import collections
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -94,9 +95,9 @@ def restore(c, state: tuple) -> None:
     for n, v in state[2]:
         if v is _MISSING:
             if hasattr(c, n):
-                object.__delattr__(c, n)
+                _raw_delattr(c, n)
         elif getattr(c, n, _MISSING) is not v:
-            object.__setattr__(c, n, v)
+            _raw_setattr(c, n, v)
 
 
 def attr_changes(a: dict | None, b: dict | None) -> list:
@@ -144,7 +145,7 @@ class Swapped:
         try:
             for c, kind, key, new in self.swaps:
                 if kind == "attr":
-                    object.__setattr__(c, key, new)
+                    _raw_setattr(c, key, new)
                 else:
                     c[key] = new
         except BaseException:
@@ -225,7 +226,7 @@ def _set_attr(obj, key: str, v) -> None:
     if d is not None and key not in _slots(type(obj)):
         d[key] = v
     else:
-        object.__setattr__(obj, key, v)
+        _raw_setattr(obj, key, v)
 
 
 def _del_attr(obj, key: str) -> None:
@@ -233,7 +234,21 @@ def _del_attr(obj, key: str) -> None:
     if d is not None and key in d:
         del d[key]
     else:
-        object.__delattr__(obj, key)
+        _raw_delattr(obj, key)
+
+
+def _raw_setattr(obj, key: str, v) -> None:
+    """``obj.key = v`` past the class's own ``__setattr__`` (a ``threading.local``'s
+    is the C one, which finds this thread's dict)."""
+    setter = threading.local.__setattr__ if isinstance(obj, threading.local) else object.__setattr__
+    setter(obj, key, v)
+
+
+def _raw_delattr(obj, key: str) -> None:
+    deleter = (
+        threading.local.__delattr__ if isinstance(obj, threading.local) else object.__delattr__
+    )
+    deleter(obj, key)
 
 
 def resolver(paths: list, globals_: dict):

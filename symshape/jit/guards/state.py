@@ -22,6 +22,7 @@ import enum
 import gc
 import logging
 import math
+import threading
 import types
 import weakref
 from dataclasses import dataclass, field
@@ -161,12 +162,12 @@ def _same_scalar(a, b) -> bool:
 def is_plain_object(v) -> bool:
     """An instance of a class written in Python that holds its state in
     ``__dict__`` or slots (dataclasses, configs, user classes), or a
-    ``SimpleNamespace``. Other C types are compared by identity (a ``functools.partial``
+    ``SimpleNamespace`` or ``threading.local``. Other C types are compared by identity (a ``functools.partial``
     is walked: object_inputs.py)."""
     t = type(v)
     if isinstance(v, (*_SCALAR, *_IDENTITY)):
         return False
-    if t is types.SimpleNamespace:
+    if t is types.SimpleNamespace or t is threading.local:  # a local: this thread's __dict__
         return True
     return bool(t.__flags__ & _HEAPTYPE) and _has_state(v)
 
@@ -359,6 +360,8 @@ def _scalars(items: list):
 
 
 def _instance_dict(v):
+    if isinstance(v, threading.local):  # this thread's dict, which local's own lookup finds
+        return threading.local.__getattribute__(v, "__dict__")
     try:  # past a class's own __getattribute__ (transformers' configs define one)
         return object.__getattribute__(v, "__dict__")
     except AttributeError:
@@ -558,9 +561,6 @@ def user_class(cls: type) -> bool:
     if not name:
         return cls.__module__ != "builtins" and bool(cls.__flags__ & _HEAPTYPE)
     return is_user_file(name) and "-packages" not in name
-
-
-_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement, not a C type
 
 
 def class_dict(cls: type) -> dict:

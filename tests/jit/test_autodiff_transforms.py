@@ -1,0 +1,55 @@
+"""torch.func's autodiff transforms inside a jit function (``grad``, ``vjp``,
+``jvp``, ``jacrev``, ``jacfwd``, ``hessian``): functorch wraps tensors in C++
+wrappers of its own nesting level, which traced tensors cannot be, so the
+function runs eagerly with one warning, as eager computes it (refused with
+``fullgraph``). They used to crash inside functorch (an internal assert, an
+AttributeError). ``from torch.func import jacrev`` bound before tracing is
+covered too."""
+
+import warnings
+
+import pytest
+import torch
+from torch.func import grad, hessian, jacfwd, jacrev, jvp, vjp
+
+import symshape
+
+
+def _f(x):
+    return (x.sin() * x).sum(-1)
+
+
+PROGRAMS = {
+    "grad": lambda x: grad(lambda t: _f(t).sum())(x),
+    "jacrev": lambda x: jacrev(torch.sin)(x),
+    "jacfwd": lambda x: jacfwd(torch.sin)(x),
+    "torch.func.jacrev": lambda x: torch.func.jacrev(_f)(x),
+    "hessian": lambda x: hessian(lambda t: _f(t).sum())(x),
+    "vjp": lambda x: vjp(torch.sin, x)[1](torch.ones_like(x))[0],
+    "jvp": lambda x: jvp(torch.cos, (x,), (torch.ones_like(x),))[1],
+}
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_a_transform_inside_runs_eagerly_with_eagers_values(name):
+    fn = PROGRAMS[name]
+    jf = symshape.jit(lambda x: fn(x) * 2)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for n in (3, 5, 1):
+            x = torch.randn(n)
+            assert torch.allclose(jf(x), fn(x) * 2), n
+    said = [str(m.message) for m in w if "autodiff transforms" in str(m.message)]
+    assert len(said) == 1 and "torch.autograd.grad" in said[0]
+    assert jf.stats.eager_calls == 3
+
+
+def test_fullgraph_refuses_with_the_fix():
+    with pytest.raises(symshape.TracingError, match="autodiff transforms"):
+        symshape.jit(PROGRAMS["jacrev"], fullgraph=True)(torch.randn(3))
+
+
+def test_transforms_outside_a_trace_are_torchs_own():
+    x = torch.randn(4)
+    symshape.jit(lambda t: t + 1)(x)  # a trace has run and ended
+    assert torch.allclose(jacrev(torch.sin)(x), torch.diag(x.cos()))
