@@ -21,6 +21,8 @@ and export refuse the op, as without splitting.
 
 from __future__ import annotations
 
+import types
+
 import torch
 import torch.utils._pytree as pytree
 
@@ -44,7 +46,9 @@ def eager_call(ctx, func, name: str, args: tuple, kwargs: dict, why: str):
         return NOT_SPLIT
     leaves, spec = pytree.tree_flatten((args, kwargs))
     dyn = [k for k, x in enumerate(leaves) if _traced(x)]
+    closures = _traced_cells(leaves)  # a hook closing over a traced tensor: its cells
     inputs = tuple(ctx.arg(leaves[k]) for k in dyn)
+    inputs += tuple(ctx.arg(leaves[k].__closure__[c].cell_contents) for k, c in closures)
     taken = set(dyn)
     fixed = [None if k in taken else x for k, x in enumerate(leaves)]  # no proxy kept
     grad = torch.is_grad_enabled()
@@ -53,6 +57,7 @@ def eager_call(ctx, func, name: str, args: tuple, kwargs: dict, why: str):
         now = list(fixed)
         for k, v in zip(dyn, values):
             now[k] = v
+        _rebuild_closures(now, closures, values[len(dyn) :])
         a, kw = pytree.tree_unflatten(now, spec)
         with torch.set_grad_enabled(grad):
             return func(*a, **kw)
@@ -60,6 +65,35 @@ def eager_call(ctx, func, name: str, args: tuple, kwargs: dict, why: str):
     text = f"`{name}` ({why}: it runs eagerly)"
     value = ctx.read("eager", inputs, convert, text, eager=True)
     return _standing_for(ctx, len(ctx.split.marks) - 1, value)
+
+
+def _traced_cells(leaves: list) -> list[tuple[int, int]]:
+    """``(leaf, cell)`` of each closure cell of a function argument that holds a
+    traced value (``x.register_hook(lambda g: g * y)``, ``y`` made by the trace)."""
+    out = []
+    for k, f in enumerate(leaves):
+        if type(f) is types.FunctionType and f.__closure__:
+            for c, cell in enumerate(f.__closure__):
+                try:
+                    if _traced(cell.cell_contents):
+                        out.append((k, c))
+                except ValueError:  # an empty cell
+                    continue
+    return out
+
+
+def _rebuild_closures(leaves: list, closures: list, values) -> None:
+    """Each function of ``closures`` made again around this call's real values (its
+    other cells shared with the original, as the closure eager made shares them)."""
+    new: dict = {}
+    for (k, c), v in zip(closures, values):
+        new.setdefault(k, {})[c] = types.CellType(v)
+    for k, cells in new.items():
+        f = leaves[k]
+        closure = tuple(cells.get(c, cell) for c, cell in enumerate(f.__closure__))
+        g = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, closure)
+        g.__kwdefaults__, g.__dict__ = f.__kwdefaults__, dict(f.__dict__)
+        leaves[k] = g
 
 
 def _standing_for(ctx, i: int, value: EagerResult):
