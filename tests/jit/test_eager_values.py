@@ -456,3 +456,29 @@ def test_a_returned_closure_shares_the_enclosing_scopes_cells():
         inner = jf(a, b)
         torch.testing.assert_close(inner(1.5), (a + b) * 1.5)
         torch.testing.assert_close(get(), a + b * 10)
+
+
+def test_a_numpy_scalar_argument_is_a_value_not_an_object():
+    """dynamo's test_no_recompilations: an np.int64 argument equal to the traced one
+    reuses the trace (it was compared by identity: every call traced again); another
+    value, or another NumPy type, traces again; results keep eager's NumPy types."""
+    import warnings
+
+    def fn(x, y):
+        return x + 1, y / 2
+
+    for kind in (np.int64, np.float32, np.float64):
+        jf = symshape.jit(fn)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no cache-limit warning
+            for _ in range(10):
+                got = jf(torch.ones(2), kind(3))
+        assert jf.stats.compiles == 1 and jf.stats.eager_calls == 0, kind
+        for value in (kind(5), kind(-0.0), np.int32(3)):
+            want = fn(torch.ones(2), value)
+            got = jf(torch.ones(2), value)
+            assert type(got[1]) is type(want[1]) and got[1] == want[1], (kind, value)
+    nan = symshape.jit(fn)
+    for _ in range(3):
+        assert np.isnan(nan(torch.ones(2), np.float64("nan"))[1])
+    assert nan.stats.compiles == 1

@@ -282,6 +282,14 @@ class Builder(ObjectInputs):
             return self._pytree(value, node, src, label, out, path)
         if t is functools.partial:
             return self._partial(value, src, label, out, path)
+        if _numpy_scalar(value):  # np.int64(3): a constant compared by type and bits
+            self.fail(
+                f"type({src}) is not {self.const(t)} or {src}.tobytes() != {value.tobytes()!r}",
+                f"{label} == {t.__module__}.{t.__name__}({value!r})",
+                f"repr({src})",
+                into=out,
+            )
+            return value
         if is_plain_object(value) or t in (set, frozenset):  # checked by type and state
             return self._object(value, src, label, out, path)
         # Anything else is a constant of the trace, recognized by identity.
@@ -907,6 +915,12 @@ def described(v) -> str:
     except TypeError:
         n = None
     return f"a {name}" + (f" of length {n}" if n is not None else "")
+
+
+def _numpy_scalar(value) -> bool:
+    """A NumPy scalar (``np.int64``, ``np.float32``, ``np.bool_``): a value, not an object."""
+    t = type(value)
+    return t.__module__ == "numpy" and hasattr(value, "tobytes") and getattr(value, "ndim", 1) == 0
 
 
 def _identity_fix(value, label: str) -> str:
