@@ -27,7 +27,7 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from symshape.trace.construction import setting_submodule
+from symshape.trace.construction import ChangesModules, setting_submodule
 from symshape.trace.errors import TracingError
 from symshape.trace.proxy import TensorProxy
 
@@ -71,6 +71,12 @@ def _watched(cls: type) -> type:
 
     def __setattr__(self, name, value):
         rec = getattr(_recorders, "current", None)
+        if rec is not None and name == "__class__" and isinstance(value, type):
+            # `self.__class__ = self.cls_to_become` (a lazy module's first call): the
+            # module keeps its new class when the trace ends, watched until then
+            _recorders.new_class[id(self)] = value
+            object.__setattr__(self, "__class__", _watched(value))
+            return
         if rec is not None:
             wrote = getattr(_recorders, "write", None)
             d = object.__getattribute__(self, "__dict__")
@@ -202,6 +208,7 @@ def watch(
                 mods.append(m)
     with _lock:
         swapped = []
+        new_class: dict = {}  # id(module) -> the class the traced code gave it
         try:
             for m in mods:
                 cls = type(m)
@@ -214,17 +221,31 @@ def watch(
                 getattr(_recorders, "write", None),
                 getattr(_recorders, "cls", None),
                 getattr(_recorders, "overlay", None),
+                getattr(_recorders, "new_class", None),
             )
             _recorders.current, _recorders.write = record, write
             _recorders.cls = record_class or _ignore
             _recorders.overlay = dict(overlay or {})
+            _recorders.new_class = new_class
             try:
                 yield
+                if new_class:  # checked against the class it had: the next call traces anew
+                    (cls,) = set(new_class.values()) if len(new_class) == 1 else (None,)
+                    raise ChangesModules(
+                        "sets the class of a module"
+                        + (f" to {cls.__qualname__}" if cls is not None else "s")
+                    )
             finally:
-                (_recorders.current, _recorders.write, _recorders.cls, _recorders.overlay) = prev
+                (
+                    _recorders.current,
+                    _recorders.write,
+                    _recorders.cls,
+                    _recorders.overlay,
+                    _recorders.new_class,
+                ) = prev
         finally:
             for m, cls in swapped:
-                object.__setattr__(m, "__class__", cls)
+                object.__setattr__(m, "__class__", new_class.get(id(m), cls))
 
 
 @contextmanager

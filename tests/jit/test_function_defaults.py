@@ -88,3 +88,21 @@ def test_a_submodules_forward_defaults_are_read(monkeypatch):
     monkeypatch.setattr(_Inner.forward, "__kwdefaults__", {"scale": 5.0})
     for n in (2, 3):
         torch.testing.assert_close(jm(torch.ones(n)), m(torch.ones(n)))
+
+
+def test_a_module_given_as_a_default_argument_is_read_on_every_call():
+    """``lambda x, m=lin: m(x)``: the module's parameters are inputs read per call
+    and its state is guarded, as for a module it closes over; a replaced weight
+    used to keep the traced one (a constant of the trace), silently."""
+    lin = torch.nn.Linear(3, 3)
+    jf = symshape.jit(lambda x, m=lin: m(x))
+    for n in (2, 5):
+        x = torch.randn(n, 3)
+        assert torch.allclose(jf(x), lin(x))
+    with torch.no_grad():
+        lin.weight.mul_(2)  # in place
+    assert torch.allclose(jf(x), lin(x))
+    lin.weight = torch.nn.Parameter(torch.randn(3, 3))  # replaced
+    assert torch.allclose(jf(x), lin(x))
+    lin.bias = None
+    assert torch.allclose(jf(x), lin(x))

@@ -93,12 +93,14 @@ class GlobalsGuard:
         return bool(self.cells or self.defaults or any(names for _, names, _ in self.scopes))
 
     def modules(self) -> list:
-        """``(name, module)`` for the nn.Modules it reads (globals, then closure cells)."""
+        """``(name, module)`` for the nn.Modules it reads (globals, closure cells, then
+        default arguments: ``lambda x, m=lin: m(x)``)."""
         out = [
             (n, g[n]) for g, names, _ in self.scopes for n in names if isinstance(g[n], nn.Module)
         ]
         out += [(n, v) for n, _, v, _ in self.cells if isinstance(v, nn.Module)]
-        return out
+        out += [(n, v) for n, v in _default_values(f for f, _, _ in self.defaults)]
+        return [(n, v) for n, v in out if isinstance(v, nn.Module)]
 
     def settle(self) -> None:
         """After the trace: a global or cell the traced call itself changed (a
@@ -293,8 +295,20 @@ def modules_read(fn) -> list:
     f = getattr(fn, "__func__", fn)
     if not isinstance(f, types.FunctionType):
         return []
-    found = {id(v): v for g in _reached([f]) for v in _loaded_values(g)}
+    reached = _reached([f])
+    found = {id(v): v for g in reached for v in _loaded_values(g)}
+    found.update((id(v), v) for _, v in _default_values(reached))
     return [v for v in found.values() if isinstance(v, nn.Module)]
+
+
+def _default_values(fns) -> list:
+    """``(label, value)`` of the default arguments of ``fns``."""
+    out = []
+    for f in fns:
+        name = getattr(f, "__name__", "fn")
+        out += [(f"{name}.__defaults__[{i}]", v) for i, v in enumerate(f.__defaults__ or ())]
+        out += [(f"{name}.__kwdefaults__[{k!r}]", v) for k, v in (f.__kwdefaults__ or {}).items()]
+    return out
 
 
 def _loaded_values(f: types.FunctionType) -> list:
