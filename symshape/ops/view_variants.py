@@ -495,12 +495,25 @@ def _exact_or_none(shape, strides):
     return norm_strides(shape, strides)
 
 
+def _imag_error() -> type:
+    """What the installed torch raises for the imaginary part of a real tensor
+    (RuntimeError up to 2.13, TypeError from 2.14)."""
+    try:
+        torch.imag(torch.zeros(()))
+    except Exception as e:  # the probe's whole point is the exception's type
+        return type(e)
+    return RuntimeError
+
+
+_IMAG_ERROR = _imag_error()
+
+
 def _part(index: int):
     def rule(ctx, op, input):
         m = ctx.meta(input)
         if not m.dtype.is_complex:
             if index:
-                raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+                raise _IMAG_ERROR("imag is not implemented for tensors with non-complex dtypes.")
             return input  # eager: a real tensor's real part is itself
         strides = tuple(E.mul(s, 2) for s in strides_of(m))  # a view of every other float
         return ctx.emit(

@@ -56,7 +56,7 @@ def test_imag_of_a_real_tensor_raises_eagers_error():
         x.imag = 1
         return x
 
-    with pytest.raises(RuntimeError, match="imag is not implemented"):
+    with pytest.raises(Exception, match="imag is not implemented") as eager:
         fn(torch.ones(2))
-    with pytest.raises(RuntimeError, match="imag is not implemented"):
+    with pytest.raises(eager.type, match="imag is not implemented"):  # the type of the release
         symshape.jit(fn)(torch.ones(2))
