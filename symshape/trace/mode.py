@@ -225,6 +225,7 @@ def _route_python_level(patches: Patches) -> None:
         patches.replace(mod, name, _router(getattr(mod, name), patches))
     _route_default_generator(patches)
     _route_autodiff_transforms(patches)
+    _record_backend_flags(patches)
     vmap.install(patches)
     for name in ("trace", "script", "trace_module"):
         patches.replace(torch.jit, name, _torchscript_refused(getattr(torch.jit, name), patches))
@@ -301,6 +302,34 @@ def _runs_eagerly_in_traces(fn: Callable, patches: Patches) -> Callable:
         )
 
     return transform
+
+
+def _record_backend_flags(patches: Patches) -> None:
+    """``torch.backends.cudnn.enabled`` (and the other ``ContextProp`` flags of the
+    cudnn and mkldnn modules) read by traced code: recorded, so the prologue checks
+    each flag the trace's Python branched on (jit/boundary/torch_state.py)."""
+    for mod in (torch.backends.cudnn, torch.backends.mkldnn):
+        cls = type(mod)
+        for name, prop in list(vars(cls).items()):
+            if type(prop).__name__ == "ContextProp":
+                what = f"{mod.__name__}.{name}"
+                patches.replace(cls, name, _RecordedFlag(prop, what, patches), prop)
+
+
+class _RecordedFlag:
+    """A backends flag whose reads on a tracing thread are recorded in its trace."""
+
+    def __init__(self, prop, what: str, patches: Patches):
+        self.prop, self.what, self.patches = prop, what, patches
+
+    def __get__(self, obj, objtype=None):
+        mode = self.patches.current()
+        if mode is not None:
+            mode.ctx.flags_read.add(self.what)
+        return self.prop.__get__(obj, objtype)
+
+    def __set__(self, obj, value) -> None:
+        self.prop.__set__(obj, value)
 
 
 def _as_numpy(to: type) -> Callable:

@@ -123,3 +123,35 @@ def test_the_default_dtype_set_inside_runs_eagerly_with_a_warning():
     with pytest.warns(UserWarning, match="set_default_dtype"):
         jf = _differential(fn, lambda: torch.set_default_dtype(torch.float32))
     assert jf.stats.eager_calls == len(SIZES)
+
+
+def test_backend_flags_read_are_checked_and_written_are_set_again():
+    """``torch.backends.cudnn.enabled`` read by the traced code is checked per call
+    (the branch it took was baked); ``torch.backends.cudnn.benchmark = True`` set by
+    it is set again after every call."""
+    cudnn = torch.backends.cudnn
+    # PyTorch's test utilities, imported by other tests, freeze the flags
+    mutable = getattr(torch.backends, "__allow_nonbracketed_mutation")
+
+    def reads(x):
+        return x * (2 if cudnn.enabled else 3)
+
+    def writes(x):
+        cudnn.benchmark = True
+        return x + 1
+
+    with mutable():
+        before = (cudnn.enabled, cudnn.benchmark)
+        try:
+            jr, jw = symshape.jit(reads), symshape.jit(writes)
+            for enabled in (True, False, True):
+                cudnn.enabled = enabled
+                x = torch.randn(4)
+                assert torch.equal(jr(x), reads(x)), enabled
+            for _ in range(3):
+                cudnn.benchmark = False
+                jw(torch.randn(3))
+                assert cudnn.benchmark is True
+            assert jw.stats.eager_calls == 0
+        finally:
+            cudnn.enabled, cudnn.benchmark = before

@@ -31,6 +31,19 @@ def _set_deterministic(value: tuple) -> None:
     torch.use_deterministic_algorithms(value[0], warn_only=value[1])
 
 
+def _backend_flags() -> tuple:
+    """``torch.backends.cudnn.enabled`` and the like: the ``ContextProp`` flags of
+    the backends modules, as this release defines them."""
+    out = []
+    for mod in (torch.backends.cudnn, torch.backends.mkldnn):
+        for name, prop in vars(type(mod)).items():
+            if type(prop).__name__ == "ContextProp":
+                out.append((f"{mod.__name__}.{name}", prop.getter, prop.setter))
+    return tuple(out)
+
+
+BACKEND_FLAGS = _backend_flags()
+
 # (what, read, write): write(read()) puts the flag back as it was
 FLAGS: tuple[tuple[str, Callable, Callable], ...] = (
     ("grad mode", torch.is_grad_enabled, torch._C._set_grad_enabled),
@@ -42,6 +55,7 @@ FLAGS: tuple[tuple[str, Callable, Callable], ...] = (
         torch.set_float32_matmul_precision,
     ),
     ("threads", torch.get_num_threads, torch.set_num_threads),
+    *BACKEND_FLAGS,
 )
 
 
@@ -60,6 +74,19 @@ def take_changes(before: list) -> list[tuple[str, Callable, object]]:
             out.append((what, write, now))
             write(old)
     return out
+
+
+def read_guards(b, read: set, before: list) -> None:
+    """The prologue's checks of the backends flags the traced code read
+    (``if torch.backends.cudnn.enabled:``): each as it was when the call began."""
+    for (what, get, _), old in zip(FLAGS, before):
+        if what in read:
+            b.fail(
+                f"{b.const(get, '_flag')}() != {b.const(old, '_flagv')}",
+                f"{what} is {old!r}",
+                f"{b.const(get, '_flag')}()",
+                kind="state",
+            )
 
 
 def check_replayable(changes: list, name: str) -> None:

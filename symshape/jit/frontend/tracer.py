@@ -370,7 +370,7 @@ def _walk_inputs(b: Builder, target, module, args: tuple, kwargs: dict) -> tuple
 def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, global_writes):
     """Run the call on proxies with every watcher in place; whatever happens, the
     Python state it wrote is taken back out (its writes are replayed per call)."""
-    flags = torch_state.snapshot()
+    flags = before = torch_state.snapshot()
     roots = [module] if module is not None else b.roots
     ran = _Ran()
     with (
@@ -404,6 +404,7 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
             flags = torch_state.take_changes(flags)
             stored += [(b.const(write, "_w"), "call", what, value) for what, write, value in flags]
         torch_state.check_replayable(flags, name)
+        torch_state.read_guards(b, ctx.flags_read, before)
         if ctx.split is not None:
             ran.marks, ran.results = ctx.split.marks, ctx.split.results
         ctx.split, ctx.env.on_data = None, None  # the rest (outputs, backward) reads nothing
