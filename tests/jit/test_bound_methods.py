@@ -146,3 +146,18 @@ def test_classes_defined_where_no_file_is_are_checked():
         _check(jf, m.f)
     finally:
         del sys.modules[m.__name__]
+
+
+def test_copies_of_a_jit_method_keep_their_object():
+    import copy
+    import pickle
+
+    c = Child()
+    c.a = 3
+    jf = symshape.jit(c.add)
+    x = torch.randn(4)
+    for clone in (copy.copy(jf), copy.deepcopy(jf), pickle.loads(pickle.dumps(jf))):
+        assert torch.equal(clone(x), c.add(x))
+    deep = copy.deepcopy(jf)
+    c.a = 5  # the deep copy has an object of its own
+    assert torch.equal(deep(x), x * 3) and torch.equal(jf(x), x * 5)

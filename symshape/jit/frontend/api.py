@@ -647,6 +647,7 @@ class JitFunction:
 
     def _wrapper_attrs(self) -> dict:
         keep = ("__module__", "__name__", "__qualname__", "__doc__", "__type_params__")
+        keep += ("_bound", "_eager_reason")  # jit(obj.method)'s obj; why calls run eagerly
         return {k: v for k, v in self.__dict__.items() if k in keep}
 
     def __reduce__(self):
@@ -662,7 +663,10 @@ class JitFunction:
             new_fn = types.MethodType(fn.__func__, new_mod)
         else:
             new_fn = copy.deepcopy(fn, memo)  # a function is itself
-        new = _make(new_fn, new_mod, copy.deepcopy(self._options(), memo), self._wrapper_attrs())
+        attrs = self._wrapper_attrs()
+        if "_bound" in attrs:  # jit(obj.method): a copy of obj, as a copy of the method's
+            attrs["_bound"] = copy.deepcopy(attrs["_bound"], memo)
+        new = _make(new_fn, new_mod, copy.deepcopy(self._options(), memo), attrs)
         memo[id(self)] = new
         return new
 
