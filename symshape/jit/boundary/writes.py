@@ -24,6 +24,8 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import torch
+
 from symshape.jit.boundary.outputs import unflatten
 from symshape.jit.guards.state import _instance_dict, _slots, is_plain_object
 
@@ -275,6 +277,16 @@ def small_changes(c, before: tuple) -> list:
     return items
 
 
+def _concrete_key(k):
+    """A dict key the traced code made from a size (``COUNTS[x.shape[0]] += 1``): the
+    int it is in this call, guarded as hashing it is (a key outlives the trace)."""
+    if isinstance(k, torch.SymInt):
+        return int(k)
+    if isinstance(k, tuple) and any(isinstance(x, torch.SymInt) for x in k):
+        return tuple(int(x) if isinstance(x, torch.SymInt) else x for x in k)
+    return k
+
+
 def _small_item_changes(c, kind: str, old) -> list | None:
     """The item writes, or None where they are not that small (a list reordered)."""
     if kind == "list":
@@ -285,8 +297,21 @@ def _small_item_changes(c, kind: str, old) -> list | None:
     elif kind == "dict":
         old, new = dict(old), dict(c)
         if list(new)[: len(old)] == [k for k in old if k in new]:  # no key moved
-            out = [("item", k, v) for k, v in new.items() if old.get(k, _MISSING) is not v]
+            out = [
+                ("item", _concrete_key(k), v)
+                for k, v in new.items()
+                if old.get(k, _MISSING) is not v
+            ]
             return out + [("delitem", k, None) for k in old if k not in new]
+    elif kind == "deque":  # appended to, its oldest items dropped by its maxlen
+        new = list(c)
+        for k in range(len(old) + 1):
+            kept = old[k:]
+            if len(new) >= len(kept) and all(a is b for a, b in zip(kept, new)):
+                added = new[len(kept) :]
+                if k == 0 or (c.maxlen is not None and len(old) + len(added) - k == c.maxlen):
+                    return [("extend", None, added)] if added else []
+        return None
     elif kind == "set":  # `SEEN.add(key)`: its additions and removals, by identity
         new = list(c)
         was, now = {id(x) for x in old}, {id(x) for x in new}
@@ -296,22 +321,28 @@ def _small_item_changes(c, kind: str, old) -> list | None:
 
 
 def held_containers(value, depth: int = 2) -> list:
-    """The lists, dicts, sets and plain objects a plain object holds in its
-    attributes (and a container in its items), ``depth`` levels down."""
+    """The lists, dicts (``defaultdict``, ``OrderedDict`` too), sets, deques and
+    plain objects a plain object holds in its attributes (and a container in its
+    items), ``depth`` levels down."""
     if depth == 0:
         return []
     if is_plain_object(value):
         items = list(vars(value).values()) if hasattr(value, "__dict__") else []
-    elif type(value) in (list, dict):
-        items = list(value.values()) if type(value) is dict else list(value)
+    elif isinstance(value, dict):
+        items = list(value.values())
+    elif isinstance(value, (list, collections.deque)):
+        items = list(value)
     else:
         return []
     out = []
     for v in items:
-        if type(v) in (list, dict, set) or is_plain_object(v):
+        if isinstance(v, _CONTAINERS) or is_plain_object(v):
             out.append(v)
             out += held_containers(v, depth - 1)
     return out
+
+
+_CONTAINERS = (list, dict, set, collections.deque)
 
 
 def tensor_attr_writes(b: Builder) -> list:

@@ -12,7 +12,7 @@ import types
 from torch import nn
 from torch._C._dynamo.guards import dict_version
 
-from symshape.jit.boundary.writes import restore, shallow, small_changes
+from symshape.jit.boundary.writes import held_containers, restore, shallow, small_changes
 from symshape.jit.guards.state import (
     _MISSING,
     HOOK_DICTS,
@@ -79,7 +79,9 @@ class GlobalsGuard:
         self.objects = [
             ObjectGuard(v, "")
             for v in values
-            if is_plain_object(v) or isinstance(v, (list, dict)) or type(v) is set
+            if is_plain_object(v)
+            or isinstance(v, (list, dict, collections.deque))
+            or type(v) is set
         ]
         # the user's classes read (`A.a`, `super().a` through `__class__`): their dicts
         guards = {}
@@ -180,10 +182,16 @@ class GlobalWrites:
     def __init__(self, gg: GlobalsGuard):
         self.names = [(g, {n: g.get(n, _MISSING) for n in names}) for g, names in gg.stored]
         self.cells = [(n, c, cell_contents(c)) for n, c in gg.all_cells]
+        # the containers and objects the globals hold, and those they hold in turn
+        # (`STATE["log"].append(y)`, `BOXES[0].last = y`), each once
+        found: dict = {}
+        for g in gg.objects:
+            for c in (g.value, *held_containers(g.value)):
+                found.setdefault(id(c), c)
         self.containers = [
-            (g.value, shallow(g.value))
-            for g in gg.objects
-            if isinstance(g.value, (list, dict, set)) or is_plain_object(g.value)
+            (c, shallow(c))
+            for c in found.values()
+            if isinstance(c, (list, dict, set, collections.deque)) or is_plain_object(c)
         ]
 
     def take(self, const) -> list:

@@ -18,6 +18,7 @@ Lists have no version tag: a list the trace read is compared on every call.
 
 from __future__ import annotations
 
+import collections
 import enum
 import gc
 import logging
@@ -116,7 +117,7 @@ class Ident:
 
 @dataclass(slots=True)
 class Seq:
-    """A list or tuple: its type and items."""
+    """A list, tuple or deque: its type and items."""
 
     type: type
     items: list
@@ -214,7 +215,7 @@ def snapshot(v, budget: _Budget | None = None, holes=frozenset()):
         return Value(v)
     if b.left <= 0 or id(v) in b.seen or isinstance(v, _IDENTITY):
         return Ident(v)
-    if t in (list, tuple) or (isinstance(v, tuple) and hasattr(v, "_fields")):
+    if t in (list, tuple, collections.deque) or (isinstance(v, tuple) and hasattr(v, "_fields")):
         b.seen.add(id(v))
         s = Seq(t, [_child(v, i, x, b) for i, x in enumerate(v)])
         if t is list:
@@ -329,7 +330,7 @@ def flat(s, v, dicts: list, lists: list) -> None:
         for k, a in s.items.items():
             flat(a, v[k], dicts, lists)
     elif t is Seq:
-        if s.type is list:
+        if s.type is list or s.type is collections.deque:  # mutable: compared whole
             lists.append((s, v))
         else:
             for a, x in zip(s.items, v):

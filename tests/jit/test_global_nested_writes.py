@@ -1,0 +1,91 @@
+"""Writes into containers and objects that globals hold a level or two down
+(``STATE["log"].append(y)``, ``BOXES[0].last = y``), into dict subclasses
+(``defaultdict``, ``Counter``, ``OrderedDict``) and deques are replayed on every
+call with that call's values, and their reads are guarded. They used to leave
+the trace's placeholders in the container (an error at the next use), or, for a
+``defaultdict``'s new list, keep the traced size in it."""
+
+import collections
+
+import pytest
+import torch
+
+import symshape
+
+SIZES = (3, 4, 4, 6)
+
+
+class _Box:
+    pass
+
+
+STATE: dict = {}
+BOXES: list = []
+DD: collections.defaultdict = collections.defaultdict(list)
+COUNTS: collections.Counter = collections.Counter()
+RECENT: collections.deque = collections.deque(maxlen=2)
+
+
+def _reset():
+    STATE.clear()
+    STATE["log"] = []
+    BOXES[:] = [_Box()]
+    DD.clear()
+    COUNTS.clear()
+    RECENT.clear()
+
+
+def _nested_list(x):
+    STATE["log"].append(x * 2)
+    return x + len(STATE["log"])
+
+
+def _object_in_a_list(x):
+    BOXES[0].last = x.sum()
+    BOXES[0].n = getattr(BOXES[0], "n", 0) + 1
+    return x * BOXES[0].n
+
+
+def _defaultdict_of_lists(x):
+    DD["sizes"].append(x.shape[0])
+    return x * len(DD["sizes"])
+
+
+def _counter(x):
+    COUNTS[x.shape[0]] += 1
+    return x * COUNTS[x.shape[0]]
+
+
+def _bounded_deque(x):
+    RECENT.append(x * 3)
+    return x + len(RECENT)
+
+
+def _state():
+    def norm(v):
+        if isinstance(v, torch.Tensor):
+            return ("t", v.tolist())
+        if isinstance(v, (list, tuple, collections.deque)):
+            return [norm(a) for a in v]
+        if isinstance(v, dict):
+            return {k: norm(a) for k, a in v.items()}
+        return v
+
+    return norm([STATE, [vars(b) for b in BOXES], dict(DD), dict(COUNTS), list(RECENT)])
+
+
+@pytest.mark.parametrize(
+    "fn", [_nested_list, _object_in_a_list, _defaultdict_of_lists, _counter, _bounded_deque]
+)
+def test_writes_below_a_global_are_eagers_on_every_call(fn):
+    torch.manual_seed(0)
+    inputs = [torch.randn(n) for n in SIZES]
+    _reset()
+    want = [fn(x) for x in inputs]
+    want_state = _state()
+    _reset()
+    jf = symshape.jit(fn)
+    got = [jf(x) for x in inputs]
+    assert _state() == want_state
+    for g, w in zip(got, want):
+        assert torch.equal(g, w)
