@@ -226,6 +226,7 @@ def _route_python_level(patches: Patches) -> None:
     _route_default_generator(patches)
     _route_autodiff_transforms(patches)
     _record_backend_flags(patches)
+    patches.replace(torch._C, "_set_default_dtype", _default_dtype_set(patches))
     vmap.install(patches)
     for name in ("trace", "script", "trace_module"):
         patches.replace(torch.jit, name, _torchscript_refused(getattr(torch.jit, name), patches))
@@ -302,6 +303,27 @@ def _runs_eagerly_in_traces(fn: Callable, patches: Patches) -> Callable:
         )
 
     return transform
+
+
+def _default_dtype_set(patches: Patches) -> Callable:
+    """``torch.set_default_dtype`` in traced code (reached through ``torch._C``, which
+    torch's function looks up per call): the trace's factories and scalar
+    promotions name no dtype, so they follow the default when the trace runs; a
+    call that changes it, even back again, runs eagerly (warned)."""
+    original = torch._C._set_default_dtype
+
+    def set_default_dtype(d):
+        if patches.current() is None:
+            return original(d)  # another thread, not tracing
+        where = user_location()
+        raise RunsEagerly(
+            "the function calls torch.set_default_dtype"
+            + (f" (at {where.describe()})" if where else ""),
+            "set the default dtype outside the jit-compiled function, or pass dtype= where "
+            "the function makes tensors",
+        )
+
+    return set_default_dtype
 
 
 def _record_backend_flags(patches: Patches) -> None:

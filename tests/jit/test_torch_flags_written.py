@@ -155,3 +155,19 @@ def test_backend_flags_read_are_checked_and_written_are_set_again():
             assert jw.stats.eager_calls == 0
         finally:
             cudnn.enabled, cudnn.benchmark = before
+
+
+def test_the_default_dtype_set_and_put_back_inside_runs_eagerly():
+    """Factories between the two calls follow the dtype set there, which a trace's
+    factories (which name no dtype) would not."""
+
+    def fn(x):
+        old = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)
+        y = torch.ones(x.shape) + x
+        torch.set_default_dtype(old)
+        return y
+
+    with pytest.warns(UserWarning, match="set_default_dtype"):
+        jf = _differential(fn, lambda: torch.set_default_dtype(torch.float32))
+    assert jf.stats.eager_calls == len(SIZES)
