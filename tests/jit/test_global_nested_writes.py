@@ -89,3 +89,45 @@ def test_writes_below_a_global_are_eagers_on_every_call(fn):
     assert _state() == want_state
     for g, w in zip(got, want):
         assert torch.equal(g, w)
+
+
+LAST = None
+
+
+def _only_assigns_a_global(x):
+    global LAST
+    LAST = x.sum(0)  # the function loads no global: its write is still replayed
+    return x + 1
+
+
+def test_a_global_the_function_only_assigns_holds_each_calls_tensor():
+    jf = symshape.jit(_only_assigns_a_global)
+    for n in SIZES:
+        x = torch.randn(n, 3)
+        assert torch.equal(jf(x), x + 1)
+        assert type(LAST) is torch.Tensor and torch.equal(LAST, x.sum(0)), n
+
+
+class _MappingConfig:
+    """A config whose ``__getattr__`` raises KeyError for names it lacks."""
+
+    def __init__(self):
+        self._d = {"scale": 2}
+
+    def __getattr__(self, k):
+        return self.__dict__["_d"][k]
+
+
+CFG = _MappingConfig()
+
+
+def test_a_global_config_with_a_raising_getattr_is_read_and_guarded():
+    def fn(x):
+        return x * CFG.scale
+
+    jf = symshape.jit(fn)
+    for n, scale in [(3, 2), (4, 2), (4, 5)]:
+        CFG._d["scale"] = scale
+        x = torch.randn(n)
+        assert torch.equal(jf(x), fn(x)), (n, scale)
+    CFG._d["scale"] = 2

@@ -92,7 +92,9 @@ class GlobalsGuard:
         self.classes = list(guards.values())
 
     def __bool__(self) -> bool:
-        return bool(self.cells or self.defaults or any(names for _, names, _ in self.scopes))
+        # a function that only assigns a global (`global G; G = y`) has writes to replay
+        scoped = any(names for _, names, _ in self.scopes) or self.stored
+        return bool(self.cells or self.defaults or scoped)
 
     def modules(self) -> list:
         """``(name, module)`` for the nn.Modules it reads (globals, closure cells, then
@@ -334,8 +336,10 @@ def _loaded_values(f: types.FunctionType) -> list:
 def _user_module(v) -> bool:
     """A Python module of the user's own files (``import config``): its
     attributes are globals of another file."""
+    if not isinstance(v, types.ModuleType):  # before any getattr: a config's __getattr__
+        return False  # may raise anything for a name it lacks
     name = getattr(v, "__file__", None) or ""
-    return isinstance(v, types.ModuleType) and is_user_file(name) and "-packages" not in name
+    return is_user_file(name) and "-packages" not in name
 
 
 def _unique_cells(fns) -> list:
