@@ -56,7 +56,11 @@ def _watched(cls: type) -> type:
         overlay = getattr(_recorders, "overlay", None)
         if overlay and (id(self), name) in overlay:  # a value the traced call stored
             return overlay[id(self), name]
-        value = object.__getattribute__(self, name)
+        try:
+            value = object.__getattribute__(self, name)
+        except AttributeError:
+            _absent(self, name)
+            raise
         rec = getattr(_recorders, "current", None)
         if rec is not None and not name.startswith("__"):
             d = object.__getattribute__(self, "__dict__")
@@ -118,7 +122,23 @@ def _watched(cls: type) -> type:
     return sub
 
 
-MISSING = object()  # the attribute did not exist before the write
+MISSING = object()  # the attribute did not exist before the write, or when read
+
+
+def _absent(module, name: str) -> None:
+    """A read of an attribute the module does not have (``getattr(self, "scale", 1)``),
+    recorded as ``MISSING``: setting it later must not reuse the trace. Parameters,
+    buffers and submodules (found by nn.Module.__getattr__) are read as themselves."""
+    rec = getattr(_recorders, "current", None)
+    if rec is None or name.startswith("__"):
+        return
+    d = object.__getattribute__(module, "__dict__")
+    if any(name in d.get(k, ()) for k in ("_parameters", "_buffers", "_modules")):
+        return
+    if _owner(type(module), name) is None:
+        rec(module, name, MISSING)
+
+
 _owners: dict[tuple[type, str], type | None] = {}
 
 

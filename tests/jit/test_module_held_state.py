@@ -86,3 +86,25 @@ def test_a_list_both_passed_in_and_held_by_the_module_is_written_once_per_call()
     for n in (2, 3, 4):
         torch.testing.assert_close(jm(torch.ones(n), mine), em(torch.ones(n), eagers))
         assert mine == eagers
+
+
+def test_an_attribute_the_module_lacked_when_traced_is_read_once_it_is_set():
+    """``getattr(self, "scale", 1)`` / ``hasattr(self, "bias_on")`` read an absence:
+    setting the attribute later (on the module or through the jit wrapper) traces
+    again, as eager reads it on every call."""
+
+    class N(nn.Module):
+        def forward(self, x):
+            y = x * getattr(self, "scale", 1)
+            return y + 1 if hasattr(self, "bias_on") else y
+
+    m = N()
+    jm = symshape.jit(m)
+    x = torch.randn(3)
+    assert torch.equal(jm(x), m(x))
+    jm.scale = 2  # forwarded to the module
+    assert torch.equal(jm(x), x * 2) and torch.equal(m(x), x * 2)
+    m.bias_on = True
+    assert torch.equal(jm(torch.ones(4)), m(torch.ones(4)))
+    del m.scale
+    assert torch.equal(jm(x), x + 1)

@@ -35,6 +35,7 @@ from torch.utils.hooks import RemovableHandle
 
 from symshape.ir.printer import fmt
 from symshape.sym.source import is_user_file
+from symshape.trace.modules import MISSING
 
 _SCALAR = (
     type(None),
@@ -77,7 +78,7 @@ def compare_by_identity(cls: type) -> None:
 
 log = logging.getLogger("symshape")
 _BUDGET = 4000  # snapshot nodes per guarded value; past it, identity only
-_MISSING = object()
+_MISSING = MISSING  # "absent", the same object the module watcher records (trace/modules.py)
 _FREED = object()  # what a weakly held object reads as once freed: it is nothing passed
 
 
