@@ -527,3 +527,30 @@ def test_jit_of_a_lambda_deepcopies_but_cannot_pickle():
 
     with pytest.raises(pickle.PicklingError, match="defined inside"):
         pickle.dumps(symshape.jit(local))
+
+
+def test_hooks_registered_on_the_jit_wrapper_run_around_each_call():
+    """``jm.register_forward_hook(...)`` on the wrapper (not the module): run around
+    the compiled call, as torch.compile's wrapper runs its own hooks; removing them
+    leaves the plain compiled call."""
+    m = nn.Linear(3, 3)
+    jm = symshape.jit(m)
+    x = torch.randn(4, 3)
+    jm(x)
+    seen = []
+    pre = jm.register_forward_pre_hook(lambda mod, a: (a[0] * 10,))
+    post = jm.register_forward_hook(lambda mod, a, o: seen.append(o.shape) or o + 1)
+    for n in (4, 2):
+        x = torch.randn(n, 3)
+        assert torch.allclose(jm(x), m(x * 10) + 1)
+    assert seen == [(4, 3), (2, 3)]
+    pre.remove()
+    post.remove()
+    assert torch.equal(jm(x), m(x))
+
+    def with_kwargs(mod, args, kwargs, out):
+        seen.append("kw")
+        return out * 2
+
+    jm.register_forward_hook(with_kwargs, with_kwargs=True, always_call=True)
+    assert torch.allclose(jm(x), m(x) * 2) and seen[-1] == "kw"
