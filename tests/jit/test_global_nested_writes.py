@@ -131,3 +131,42 @@ def test_a_global_config_with_a_raising_getattr_is_read_and_guarded():
         x = torch.randn(n)
         assert torch.equal(jf(x), fn(x)), (n, scale)
     CFG._d["scale"] = 2
+
+
+class _Registry:
+    seen: list = []
+    count = 0
+
+    def bump(self, x):
+        type(self).count += x.shape[0]  # a class attribute written through the instance
+        return x + type(self).count
+
+
+def _class_held_list(x):
+    _Registry.seen.append(x.shape[0])
+    return x * len(_Registry.seen)
+
+
+def _default_list(x, acc=[]):  # noqa: B006 (the pattern under test)
+    acc.append(x.shape[0])
+    return x * len(acc)
+
+
+@pytest.mark.parametrize("which", ["class list", "default list", "class attribute"])
+def test_state_held_by_classes_and_defaults_is_read_and_written_per_call(which):
+    _Registry.seen, _Registry.count = [], 0
+    _default_list.__defaults__[0].clear()
+    fn = {"class list": _class_held_list, "default list": _default_list}.get(which)
+    fn = fn or _Registry().bump
+    jf = symshape.jit(fn)
+    sizes = (4, 4, 3, 5)
+    got = [jf(torch.ones(n)) for n in sizes]
+    state = (list(_Registry.seen), _Registry.count, list(_default_list.__defaults__[0]))
+    _Registry.seen, _Registry.count = [], 0
+    _default_list.__defaults__[0].clear()
+    want = [fn(torch.ones(n)) for n in sizes]
+    assert [type(v) for v in state[2]] == [int] * len(state[2])
+    assert type(state[1]) is int
+    assert state == (list(_Registry.seen), _Registry.count, list(_default_list.__defaults__[0]))
+    for g, w in zip(got, want):
+        assert torch.equal(g, w)

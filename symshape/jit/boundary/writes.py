@@ -215,6 +215,8 @@ class Replay:
                 obj.cell_contents = v
             elif kind == "call":  # a torch flag the call set (torch_state.py)
                 obj(v)
+            elif kind == "setattr":  # a class's attribute (`type(self).count += n`)
+                setattr(obj, key, v)
             else:  # "buffer"
                 obj._buffers[key] = v
         return result
@@ -233,7 +235,7 @@ def _set_attr(obj, key: str, v) -> None:
 
 def _del_attr(obj, key: str) -> None:
     d = _instance_dict(obj)
-    if d is not None and key in d:
+    if d is not None and key in d and not isinstance(obj, type):  # a class's: a mappingproxy
         del d[key]
     else:
         _raw_delattr(obj, key)

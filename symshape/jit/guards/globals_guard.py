@@ -40,8 +40,8 @@ class GlobalsGuard:
     cells' contents by identity, each object's own state guard."""
 
     __slots__ = (
-        "all_cells", "cells", "classes", "defaults", "label", "loaded", "objects", "scopes",
-        "stored",
+        "all_cells", "cells", "classes", "defaults", "held", "label", "loaded", "objects",
+        "scopes", "stored",
     )  # fmt: skip
 
     def __init__(self, *fns: types.FunctionType, classes=()):
@@ -76,25 +76,38 @@ class GlobalsGuard:
                 continue
         values = [g[n] for g, names, _ in self.scopes for n in names]
         values += [v for _, _, v, _ in self.cells]
+        # the user's classes read (`A.a`, `super().a` through `__class__`): their dicts
+        guards = {}  # and the classes of the arguments (`type(self).count += n`)
+        for v in [*values, *classes]:
+            if isinstance(v, type) and user_class(v):
+                for c in class_guards(v):
+                    if user_class(c.cls):  # not torch's bases (autograd.Function, which
+                        guards.setdefault(c.cls, c)  # the tracer patches while tracing)
+        self.classes = list(guards.values())
+        # containers held where an identity check cannot see them change: a class's
+        # (`K.seen.append(n)`) and a default argument's (`def f(x, acc=[])`)
+        held = [
+            (f"{c.cls.__qualname__}.{k}", v)
+            for c in self.classes
+            for k, v in vars(c.cls).items()
+            if not k.startswith("__")
+        ]
+        held += _default_values(reached)
+        held = [(n, v) for n, v in held if isinstance(v, (list, dict, set, collections.deque))]
+        self.held = {id(v) for _, v in held}  # checked by why(), kept by settle()
+        labels = {id(v): n for n, v in held}
         self.objects = [
-            ObjectGuard(v, "")
-            for v in values
+            ObjectGuard(v, labels.get(id(v), ""))
+            for v in {id(v): v for v in values + [v for _, v in held]}.values()
             if is_plain_object(v)
             or isinstance(v, (list, dict, collections.deque))
             or type(v) is set
         ]
-        # the user's classes read (`A.a`, `super().a` through `__class__`): their dicts
-        guards = {}
-        for v in values:
-            if isinstance(v, type) and user_class(v):
-                for c in class_guards(v):
-                    guards.setdefault(c.cls, c)
-        self.classes = list(guards.values())
 
     def __bool__(self) -> bool:
         # a function that only assigns a global (`global G; G = y`) has writes to replay
         scoped = any(names for _, names, _ in self.scopes) or self.stored
-        return bool(self.cells or self.defaults or scoped)
+        return bool(self.cells or self.defaults or scoped or self.classes)
 
     def modules(self) -> list:
         """``(name, module)`` for the nn.Modules it reads (globals, closure cells, then
@@ -128,6 +141,7 @@ class GlobalsGuard:
         self.cells = kept
         live = {id(g[n]) for g, names, _ in self.scopes for n in names}
         live |= {id(v) for _, _, v, _ in self.cells}
+        live |= self.held
         self.objects = [g for g in self.objects if id(g.value) in live and g(g.value)]
 
     def __call__(self) -> bool:
@@ -168,6 +182,9 @@ class GlobalsGuard:
             c.refresh()
         for f, *_ in (d for d in self.defaults if not _same_defaults(*d)):
             return f"the default arguments of {f.__qualname__} changed"
+        for g in self.objects:  # a class's or a default's container (no global holds it)
+            if id(g.value) in self.held and not g(g.value):
+                return g.why(g.value)
         return None
 
 
@@ -184,6 +201,8 @@ class GlobalWrites:
     def __init__(self, gg: GlobalsGuard):
         self.names = [(g, {n: g.get(n, _MISSING) for n in names}) for g, names in gg.stored]
         self.cells = [(n, c, cell_contents(c)) for n, c in gg.all_cells]
+        # the user's classes' own attributes (`type(self).count += n`, `K.last = y`)
+        self.class_attrs = [(c.cls, _class_attrs(c.cls)) for c in gg.classes]
         # the containers and objects the globals hold, and those they hold in turn
         # (`STATE["log"].append(y)`, `BOXES[0].last = y`), each once
         found: dict = {}
@@ -218,12 +237,28 @@ class GlobalWrites:
                     del c.cell_contents
                 else:
                     c.cell_contents = old
+        for cls, before in self.class_attrs:
+            now = _class_attrs(cls)
+            for k in before.keys() | now.keys():
+                old, new = before.get(k, _MISSING), now.get(k, _MISSING)
+                if new is old:
+                    continue
+                out.append((const(cls), "setattr" if new is not _MISSING else "delattr", k, new))
+                if old is _MISSING:
+                    delattr(cls, k)
+                else:
+                    setattr(cls, k, old)
         for c, before in self.containers:
             found = small_changes(c, before)
             if found:
                 out.extend((const(c), kind, key, v) for kind, key, v in found)
                 restore(c, before)
         return out
+
+
+def _class_attrs(cls: type) -> dict:
+    """A class's own attributes that its code may rebind (not dunders)."""
+    return {k: v for k, v in vars(cls).items() if not k.startswith("__")}
 
 
 def _kwdefaults(f) -> tuple | None:
