@@ -960,6 +960,11 @@ def jit(
         if is_ddp(fn):  # DDP's forward runs each call; its module is compiled
             return jit_ddp(fn, name, **options)
         return JitModule(fn, JitFunction(fn, fn, name=name or type(fn).__name__, **options))
+    return _jit_function(fn, name, options)
+
+
+def _jit_function(fn, name: str | None, options: dict) -> JitFunction:
+    """``jit`` of a function, or of a bound method (a module's or another object's)."""
     method = inspect.ismethod(fn) and isinstance(fn.__self__, nn.Module)
     if not method and not callable(fn):
         raise TypeError(
