@@ -170,3 +170,34 @@ def test_state_held_by_classes_and_defaults_is_read_and_written_per_call(which):
     assert state == (list(_Registry.seen), _Registry.count, list(_default_list.__defaults__[0]))
     for g, w in zip(got, want):
         assert torch.equal(g, w)
+
+
+SEEN_SIZES: frozenset = frozenset()
+KEYED: dict = {}
+
+
+def _sizes_as_keys(x):
+    global SEEN_SIZES
+    SEEN_SIZES = SEEN_SIZES | {x.shape[0]}
+    KEYED[("n", x.shape[0])] = len(KEYED)
+    return {x.shape[0]: x + 1, (x.shape[0], 1): len(SEEN_SIZES)}
+
+
+def test_sizes_used_as_keys_and_set_members_are_ints_after_every_call():
+    """A size used as a dict key or a set member leaves the trace as this call's int
+    (hashing it already made the trace particular to it); after a dynamic retrace
+    the trace's SymInt used to stay in the global and the returned dict."""
+    global SEEN_SIZES
+    runs = []
+    for f in (_sizes_as_keys, symshape.jit(_sizes_as_keys)):
+        SEEN_SIZES = frozenset()
+        KEYED.clear()
+        outs = [f(torch.ones(n)) for n in (4, 4, 3, 5)]
+        keys = [list(o) for o in outs]
+        assert all(type(k) in (int, tuple) for ks in keys for k in ks)
+        assert all(type(v) is int for v in SEEN_SIZES)
+        assert all(type(k[1]) is int for k in KEYED)
+        runs.append(
+            (keys, set(SEEN_SIZES), dict(KEYED), [o[(k[0], 1)] for o, k in zip(outs, keys)])
+        )
+    assert runs[0] == runs[1]

@@ -107,8 +107,10 @@ def flatten(
             spec = ("tuple_subclass", t, [walk(y) for y in x])  # namedtuple, structseq
             own = getattr(x, "__dict__", None)  # `tup.c = ...` on a subclass's instance
             return spec + ([(k, walk(v)) for k, v in own.items()],) if own else spec
-        if t is dict:
-            return (dict, list(x), [walk(v) for v in x.values()])
+        if t is dict:  # keys made from sizes are this call's ints (hashing them guarded them)
+            return (dict, [_concrete(k) for k in x], [walk(v) for v in x.values()])
+        if t in (set, frozenset) and any(isinstance(v, _SYMBOLIC) for v in x):
+            return ("const", t(_concrete(v) for v in x))
         node = pytree.SUPPORTED_NODES.get(t)
         if node is not None:
             children, context = node.flatten_fn(x)
@@ -127,6 +129,24 @@ def flatten(
 
 
 _EMPTY = object()  # an empty cell's content
+
+
+_SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def _concrete(k):
+    """A size (or a tuple holding one) used as a dict key or a set member: the value
+    it has in this call, with the guard that makes it so (a key outlives the trace;
+    Python hashed it as that value)."""
+    if isinstance(k, torch.SymInt):
+        return int(k)
+    if isinstance(k, torch.SymFloat):
+        return float(k)
+    if isinstance(k, torch.SymBool):
+        return bool(k)
+    if type(k) is tuple and any(isinstance(v, _SYMBOLIC) for v in k):
+        return tuple(_concrete(v) for v in k)
+    return k
 
 
 def _lazy_iterator(x) -> bool:

@@ -24,8 +24,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import torch
-
+from symshape.jit.boundary.outputs import _concrete as concrete
 from symshape.jit.boundary.outputs import unflatten
 from symshape.jit.guards.state import _instance_dict, _slots, is_plain_object
 
@@ -279,16 +278,6 @@ def small_changes(c, before: tuple) -> list:
     return items
 
 
-def _concrete_key(k):
-    """A dict key the traced code made from a size (``COUNTS[x.shape[0]] += 1``): the
-    int it is in this call, guarded as hashing it is (a key outlives the trace)."""
-    if isinstance(k, torch.SymInt):
-        return int(k)
-    if isinstance(k, tuple) and any(isinstance(x, torch.SymInt) for x in k):
-        return tuple(int(x) if isinstance(x, torch.SymInt) else x for x in k)
-    return k
-
-
 def _small_item_changes(c, kind: str, old) -> list | None:
     """The item writes, or None where they are not that small (a list reordered)."""
     if kind == "list":
@@ -300,9 +289,7 @@ def _small_item_changes(c, kind: str, old) -> list | None:
         old, new = dict(old), dict(c)
         if list(new)[: len(old)] == [k for k in old if k in new]:  # no key moved
             out = [
-                ("item", _concrete_key(k), v)
-                for k, v in new.items()
-                if old.get(k, _MISSING) is not v
+                ("item", concrete(k), v) for k, v in new.items() if old.get(k, _MISSING) is not v
             ]
             return out + [("delitem", k, None) for k in old if k not in new]
     elif kind == "deque":  # appended to, its oldest items dropped by its maxlen

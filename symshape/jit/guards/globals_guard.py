@@ -310,6 +310,8 @@ def _reached(fns, limit: int = 4096) -> list:
             found += [m.__dict__[n] for n in attrs if n in m.__dict__]
         for v in list(found):  # a user class's methods, an instance's class's
             found += _methods(v if isinstance(v, type) else type(v))
+        # a helper behind functools.wraps or lru_cache: the function it wraps
+        found += [getattr(v, "__wrapped__", None) for v in found if callable(v)]
         todo.extend(v for v in found if isinstance(v, types.FunctionType) and users_function(v))
     return out
 
