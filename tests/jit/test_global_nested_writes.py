@@ -201,3 +201,28 @@ def test_sizes_used_as_keys_and_set_members_are_ints_after_every_call():
             (keys, set(SEEN_SIZES), dict(KEYED), [o[(k[0], 1)] for o, k in zip(outs, keys)])
         )
     assert runs[0] == runs[1]
+
+
+DEEP: dict = {}
+
+
+def _three_levels_down(x):
+    DEEP["l1"][0].m["t"] = x.relu()
+    DEEP["l1"][0].m["n"] = DEEP["l1"][0].m.get("n", 0) + x.shape[0]
+    return x * DEEP["l1"][0].m["n"]
+
+
+def test_writes_three_levels_below_a_global_are_replayed():
+    runs = []
+    for f in (_three_levels_down, symshape.jit(_three_levels_down)):
+        box = _Box()
+        box.m = {}
+        DEEP["l1"] = [box]
+        torch.manual_seed(0)
+        outs = [f(torch.randn(n, 3)) for n in (4, 4, 3)]
+        m = DEEP["l1"][0].m
+        assert type(m["t"]) is torch.Tensor
+        runs.append((outs, m["t"], m["n"]))
+    (eo, et, en), (jo, jt, jn) = runs
+    assert en == jn and torch.equal(et, jt)
+    assert all(torch.equal(a, b) for a, b in zip(eo, jo))

@@ -207,7 +207,7 @@ class GlobalWrites:
         # (`STATE["log"].append(y)`, `BOXES[0].last = y`), each once
         found: dict = {}
         for g in gg.objects:
-            for c in (g.value, *held_containers(g.value)):
+            for c in (g.value, *held_containers(g.value, depth=3)):
                 found.setdefault(id(c), c)
         self.containers = [
             (c, shallow(c))
