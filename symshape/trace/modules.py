@@ -167,12 +167,11 @@ def _plain_attribute(d: dict, name: str) -> bool:
 def _concrete(module, name: str, value):
     """The plain value of a symbolic int, float or bool (a guard keeps it so);
     a traced tensor cannot be stored."""
-    if isinstance(value, torch.SymBool):
-        return bool(value)
-    if isinstance(value, torch.SymInt):
-        return int(value)
-    if isinstance(value, torch.SymFloat):
-        return float(value)
+    if isinstance(value, (torch.SymBool, torch.SymInt, torch.SymFloat)):
+        # late: symvalues imports pytypes, which imports this module
+        from symshape.trace.symvalues import plain
+
+        return plain(value)
     raise TracingError(
         f"traced code stores a traced tensor on a module it was given as an argument "
         f"({type(module).__name__}.{name} = ...); symshape replays such writes only on the "

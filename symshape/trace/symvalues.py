@@ -43,6 +43,18 @@ _SYM = (torch.SymInt, torch.SymFloat, torch.SymBool)
 
 
 # -- operands and results ------------------------------------------------------------
+def plain(v):
+    """A symbolic int, float or bool as the Python value it has in this call (the
+    conversion guards it, so another value traces again); anything else as it is."""
+    if isinstance(v, torch.SymBool):
+        return bool(v)
+    if isinstance(v, torch.SymInt):
+        return int(v)
+    if isinstance(v, torch.SymFloat):
+        return float(v)
+    return v
+
+
 def _operand(ctx, x):
     """``x`` as a SymNode of ``ctx``, or NotImplemented for a non-number."""
     t = _type(x)

@@ -14,14 +14,7 @@ SIZES = [4, 7, 1]
 
 @pytest.fixture(autouse=True)
 def _flags_back():
-    before = (
-        torch.is_grad_enabled(),
-        torch.are_deterministic_algorithms_enabled(),
-        torch.is_deterministic_algorithms_warn_only_enabled(),
-        torch.get_num_threads(),
-        torch.get_float32_matmul_precision(),
-        torch.get_default_dtype(),
-    )
+    before = _flags()
     yield
     torch.set_grad_enabled(before[0])
     torch.use_deterministic_algorithms(before[1], warn_only=before[2])

@@ -19,6 +19,7 @@ import torch.utils._pytree as pytree
 from symshape.trace.errors import RunsEagerly
 from symshape.trace.generator import DefaultGeneratorProxy, GeneratorProxy
 from symshape.trace.proxy import TensorProxy
+from symshape.trace.symvalues import plain
 
 _TRACED = (TensorProxy, GeneratorProxy, torch.SymInt, torch.SymFloat, torch.SymBool)
 _SCALARS = (type(None), bool, int, float, str, torch.dtype, torch.device)
@@ -138,15 +139,9 @@ def _concrete(k):
     """A size (or a tuple holding one) used as a dict key or a set member: the value
     it has in this call, with the guard that makes it so (a key outlives the trace;
     Python hashed it as that value)."""
-    if isinstance(k, torch.SymInt):
-        return int(k)
-    if isinstance(k, torch.SymFloat):
-        return float(k)
-    if isinstance(k, torch.SymBool):
-        return bool(k)
     if type(k) is tuple and any(isinstance(v, _SYMBOLIC) for v in k):
         return tuple(_concrete(v) for v in k)
-    return k
+    return plain(k)
 
 
 def _lazy_iterator(x) -> bool:

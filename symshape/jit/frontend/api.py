@@ -725,15 +725,6 @@ def _leaves(fn, args, kwargs) -> list:
     return out
 
 
-# the hook dicts of a module's own (jm.register_forward_hook): run around the jit call
-_WRAPPER_HOOKS = (
-    "_forward_hooks",
-    "_forward_pre_hooks",
-    "_backward_hooks",
-    "_backward_pre_hooks",
-)
-
-
 class JitModule(nn.Module):
     """``symshape.jit(model)``: a module whose calls run traces. Parameters,
     buffers and attributes stay those of the original (``self._orig_mod``).
@@ -767,9 +758,14 @@ class JitModule(nn.Module):
     def __call__(self, *args, **kwargs):
         if _tracing() is not None:  # called from code being traced: the module's own call
             return self._orig_mod(*args, **kwargs)
-        d = self.__dict__
-        if any(d.get(h) for h in _WRAPPER_HOOKS):  # hooks on the wrapper itself, which
-            return nn.Module.__call__(self, *args, **kwargs)  # torch.compile's wrapper runs
+        d = self.__dict__  # hooks on the wrapper itself, which torch.compile's wrapper runs
+        if (
+            d["_forward_hooks"]
+            or d["_forward_pre_hooks"]
+            or d["_backward_hooks"]
+            or (d["_backward_pre_hooks"])
+        ):
+            return nn.Module.__call__(self, *args, **kwargs)
         return self._jit(*args, **kwargs)
 
     @property

@@ -311,7 +311,11 @@ def _reached(fns, limit: int = 4096) -> list:
         for v in list(found):  # a user class's methods, an instance's class's
             found += _methods(v if isinstance(v, type) else type(v))
         # a helper behind functools.wraps or lru_cache: the function it wraps
-        found += [getattr(v, "__wrapped__", None) for v in found if callable(v)]
+        found += [
+            v.__dict__.get("__wrapped__")
+            for v in found
+            if isinstance(v, (types.FunctionType, functools._lru_cache_wrapper))
+        ]
         todo.extend(v for v in found if isinstance(v, types.FunctionType) and users_function(v))
     return out
 
