@@ -6,6 +6,7 @@ the trace's placeholders in the container (an error at the next use), or, for a
 ``defaultdict``'s new list, keep the traced size in it."""
 
 import collections
+import functools
 
 import pytest
 import torch
@@ -225,4 +226,30 @@ def test_writes_three_levels_below_a_global_are_replayed():
         runs.append((outs, m["t"], m["n"]))
     (eo, et, en), (jo, jt, jn) = runs
     assert en == jn and torch.equal(et, jt)
+    assert all(torch.equal(a, b) for a, b in zip(eo, jo))
+
+
+CACHED_CALLS: list = []
+
+
+@functools.cache
+def _cached_double(n):
+    CACHED_CALLS.append(n)  # a global written behind lru_cache's C wrapper
+    return n * 2
+
+
+def _uses_a_cached_helper(x):
+    return x * _cached_double(x.shape[0])
+
+
+def test_a_helper_behind_lru_cache_is_walked_for_its_globals():
+    runs = []
+    for f in (_uses_a_cached_helper, symshape.jit(_uses_a_cached_helper)):
+        CACHED_CALLS.clear()
+        _cached_double.cache_clear()
+        outs = [f(torch.ones(n)) for n in (4, 4, 3, 5)]
+        assert all(type(n) is int for n in CACHED_CALLS)
+        runs.append((outs, list(CACHED_CALLS)))
+    (eo, ec), (jo, jc) = runs
+    assert ec == jc == [4, 3, 5]
     assert all(torch.equal(a, b) for a, b in zip(eo, jo))
