@@ -41,7 +41,8 @@ class Storages:
     arguments, so its outputs join their storage; an in-place op writes the
     storage of every tensor it is given; the trace's outputs escape to the caller.
     Two results merged by CSE become one tensor: sound only while neither storage
-    is written, and while the caller cannot tell two returned tensors apart."""
+    is written (nor a tensor's own state, ``requires_grad_``), and while the caller
+    cannot tell two returned tensors apart (apart in memory, or as objects)."""
 
     def __init__(self, trace: Trace):
         self.parent: dict[int, int] = {}
@@ -50,12 +51,18 @@ class Storages:
         for n in trace.nodes:
             if has_effect(n) and n.op is not ASSERT:
                 self.written.update(self.find(id(v)) for v in n.inputs())
-            elif "allocates" not in getattr(n.op, "tags", ()):
+                continue
+            if "changes_input" in getattr(n.op, "tags", ()):
+                # `requires_grad_` changes the tensor object it returns: merged with an
+                # equal value, the other tensor would change too
+                self.written.update(self.find(id(v)) for v in n.inputs())
+            if "allocates" not in getattr(n.op, "tags", ()):
                 for a in n.inputs():
                     for b in n.outputs:
                         self.union(id(a), id(b))
         self.written = {self.find(k) for k in self.written}
-        self.escaping = {self.find(id(v)) for v in iter_vars(trace.output)}
+        self.returned = {id(v) for v in iter_vars(trace.output)}
+        self.escaping = {self.find(k) for k in self.returned}
 
     def find(self, k: int) -> int:
         root = k
@@ -86,6 +93,8 @@ class Storages:
                 return False
             if ra != rb and ra in self.escaping and rb in self.escaping:
                 return False
+            if a is not b and id(a) in self.returned and id(b) in self.returned:
+                return False  # two tensors the caller can tell apart (`a is b`)
         for a, b in zip(n.outputs, prev.outputs):
             self.union(id(b), id(a))
         return True

@@ -62,7 +62,12 @@ def _stand_for(t, value, requires_grad: bool):
     return t
 
 
-@register("requires_grad_", "torch.Tensor.requires_grad_", tensor_method("requires_grad_"))
+@register(
+    "requires_grad_",
+    "torch.Tensor.requires_grad_",
+    tensor_method("requires_grad_"),
+    tags={"changes_input"},
+)
 def requires_grad_(ctx, op, input, requires_grad=True):
     m = ctx.meta(input)
     flag = bool(requires_grad)

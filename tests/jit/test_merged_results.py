@@ -94,3 +94,44 @@ def test_a_result_used_only_inside_is_still_merged():
     x = torch.randn(5)
     torch.testing.assert_close(jf(x), fn(x))
     assert str(jf.traces()[0].computation).count("_sin(") == 1
+
+
+def two_views_of_the_input(x):
+    return x.view(-1), x.view(-1)
+
+
+def two_detached(x):
+    return x.detach(), x.detach()
+
+
+@pytest.mark.parametrize("fn", [two_views_of_the_input, two_detached])
+def test_views_of_one_tensor_returned_twice_are_two_objects(fn):
+    """Views of one storage may share memory, but the caller can still tell two
+    returned tensors apart as objects (``a is b``, metadata set on one)."""
+    jf = symshape.jit(fn, dynamic=True)
+    for n in (3, 6, 1):
+        x = torch.randn(n, 2)
+        got, want = jf(x), fn(x)
+        assert (got[0] is got[1]) == (want[0] is want[1]) is False
+        got[1].requires_grad_()
+        want[1].requires_grad_()
+        assert [t.requires_grad for t in got] == [t.requires_grad for t in want] == [False, True]
+
+
+def detached_then_one_requires_grad(x):
+    a = x.detach()
+    b = x.detach().requires_grad_()
+    return a, b, a * 2
+
+
+def test_requires_grad_on_one_of_two_equal_results_leaves_the_other():
+    """``requires_grad_`` changes the tensor object it is given: merged with an
+    equal value, the other tensor would require grad too."""
+    jf = symshape.jit(detached_then_one_requires_grad, dynamic=True)
+    for n in (4, 4, 2):
+        x = torch.randn(n, 3, requires_grad=True)
+        got, want = jf(x), detached_then_one_requires_grad(x)
+        assert [t.requires_grad for t in got] == [t.requires_grad for t in want]
+        assert [t.requires_grad for t in want] == [False, True, False]
+        torch.testing.assert_close(got, want)
+    assert jf.stats.compiles == 1, jf.stats.recompile_reasons
