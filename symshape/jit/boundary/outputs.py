@@ -124,9 +124,48 @@ def flatten(
             return ("mapping", t, list(x), items, attributes, getattr(x, "default_factory", None))
         return ("object", t, attributes)
 
+    def walk(x, _walk=walk):  # an object found twice is built once (``_shared``)
+        if id(x) in built:
+            shared.add(id(x))
+            return ("same", id(x))
+        spec = _walk(x)
+        if spec[0] not in _UNSHARED:
+            built[id(x)] = spec
+        return spec
+
+    built: dict = {}  # id(x) -> its spec, for what one object may be met twice as
+    shared: set = set()
     spec = walk(x)
     walk = None  # a recursive closure is a cycle that would hold ``leaves``
+    if shared:
+        spec = _shared(spec, {id(built[k]): k for k in shared})
     return leaves, spec
+
+
+_UNSHARED = ("leaf", "const", "ref", "param", "same")  # identity kept without a memo
+
+
+# where a spec holds the specs of its parts: (index, True) for a list of specs,
+# (index, False) for a list of (name, spec) pairs
+_PARTS = {
+    tuple: ((1, True),), list: ((1, True),), dict: ((2, True),), "call": ((2, True),),
+    "closure": ((2, True),), "pytree": ((3, True),), "tagged": ((1, False),),
+    "object": ((2, False),), "tuple_subclass": ((2, True), (3, False)),
+    "mapping": ((3, True), (4, False)),
+}  # fmt: skip
+
+
+def _shared(spec, first: dict):
+    """``spec`` with each first occurrence of an object met again wrapped as
+    ``("keep", key, spec)``: what it builds is kept for the ``("same", key)``s."""
+    out = list(spec)
+    for i, specs in _PARTS.get(spec[0], ()):
+        if i < len(spec):
+            out[i] = [_shared(c, first) if specs else (c[0], _shared(c[1], first)) for c in spec[i]]
+    out = tuple(out)
+    if id(spec) in first:
+        return ("keep", first[id(spec)], out)
+    return out
 
 
 _EMPTY = object()  # an empty cell's content
@@ -163,14 +202,14 @@ def _closes_over_traced(fn) -> bool:
     return any(holds_traced(_cell(c)) for c in fn.__closure__ or ())
 
 
-def _closure(s, it, objects):
+def _closure(s, it, objects, memo):
     fn = s[1]
     cells = []
     for c in s[2]:
         if c[0] == "cell":
             cells.append(c[1])
             continue
-        v = _build(c, it, objects)
+        v = _build(c, it, objects, memo)
         cells.append(types.CellType() if v is _EMPTY else types.CellType(v))
     new = types.FunctionType(
         fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, tuple(cells)
@@ -209,56 +248,61 @@ def _rebuildable(x) -> bool:
 
 def unflatten(leaves, spec, objects=()):
     """Rebuild the structure; ``("ref", i)`` is ``objects[i]``."""
-    return _build(spec, iter(leaves), objects)
+    return _build(spec, iter(leaves), objects, {})
 
 
-def _build(s, it, objects):
+def _build(s, it, objects, memo):
     # a module-level function, not a recursive closure: a closure that calls itself
     # is a reference cycle, and its cell holding ``it`` would keep this call's
     # outputs (and what their autograd graph saves) alive until the next gc pass
     kind = s[0]
     if kind == "leaf":
         return next(it)
+    if kind == "same":  # returned twice (`return L, L`): one object, as in eager
+        return memo[s[1]]
+    if kind == "keep":
+        v = memo[s[1]] = _build(s[2], it, objects, memo)
+        return v
     if kind == "param":
         v = next(it)  # a parameter passed in comes back as itself
         return v if isinstance(v, torch.nn.Parameter) else torch.nn.Parameter(v, v.requires_grad)
     if kind == "ref":
         return objects[s[1]]
     if kind == "closure":
-        return _closure(s, it, objects)
+        return _closure(s, it, objects, memo)
     if kind == "tagged":
         v = next(it)
         for k, c in s[1]:
-            setattr(v, k, _build(c, it, objects))
+            setattr(v, k, _build(c, it, objects, memo))
         return v
     if kind == "call":
-        return s[1](*[_build(c, it, objects) for c in s[2]])
+        return s[1](*[_build(c, it, objects, memo) for c in s[2]])
     if kind is tuple:
-        return tuple(_build(c, it, objects) for c in s[1])
+        return tuple(_build(c, it, objects, memo) for c in s[1])
     if kind is list:
-        return [_build(c, it, objects) for c in s[1]]
+        return [_build(c, it, objects, memo) for c in s[1]]
     if kind is dict:
-        return {k: _build(c, it, objects) for k, c in zip(s[1], s[2])}
+        return {k: _build(c, it, objects, memo) for k, c in zip(s[1], s[2])}
     if kind == "tuple_subclass":
-        items = [_build(c, it, objects) for c in s[2]]
+        items = [_build(c, it, objects, memo) for c in s[2]]
         out = s[1](*items) if hasattr(s[1], "_fields") else s[1](items)
         for k, c in s[3] if len(s) > 3 else ():
-            object.__setattr__(out, k, _build(c, it, objects))
+            object.__setattr__(out, k, _build(c, it, objects, memo))
         return out
     if kind == "pytree":
-        children = [_build(c, it, objects) for c in s[3]]
+        children = [_build(c, it, objects, memo) for c in s[3]]
         return pytree.SUPPORTED_NODES[s[1]].unflatten_fn(children, s[2])
     if kind == "const":
         return s[1]
     if kind == "mapping":
-        return _mapping(s, it, objects)
+        return _mapping(s, it, objects, memo)
     obj = object.__new__(s[1])
     for k, c in s[2]:
-        object.__setattr__(obj, k, _build(c, it, objects))
+        object.__setattr__(obj, k, _build(c, it, objects, memo))
     return obj
 
 
-def _mapping(s, it, objects):
+def _mapping(s, it, objects, memo):
     """A dict subclass made as unpickling makes one: ``cls.__new__``, then its items
     through the built-in base's ``__setitem__`` (not an override's), then its
     attributes, no ``__init__``."""
@@ -266,9 +310,9 @@ def _mapping(s, it, objects):
     obj = cls.__new__(cls)
     base = next(b for b in cls.__mro__ if b.__module__ in ("builtins", "collections"))
     for k, c in zip(keys, items):
-        base.__setitem__(obj, k, _build(c, it, objects))
+        base.__setitem__(obj, k, _build(c, it, objects, memo))
     for k, c in attributes:
-        object.__setattr__(obj, k, _build(c, it, objects))
+        object.__setattr__(obj, k, _build(c, it, objects, memo))
     if factory is not None:
         obj.default_factory = factory
     return obj

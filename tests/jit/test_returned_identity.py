@@ -1,0 +1,83 @@
+"""One object the function returns in two places comes back as one object, as in
+eager: ``return L, L`` gives the same list twice, so appending to one shows in
+the other. Differential: traced at one size, run at others against eager, and the
+returned structure is then mutated in the same way on both sides."""
+
+from __future__ import annotations
+
+import collections
+
+import torch
+
+import symshape
+
+
+class _Box:
+    pass
+
+
+def _same_list_twice(x):
+    out = [x * 2]
+    return out, out
+
+
+def _shared_everywhere(x):
+    out = [x * 2]
+    d = {"a": out}
+    box = _Box()
+    box.items, box.t = out, x + 1
+    return out, d, box, [box, out], (out,)
+
+
+Point = collections.namedtuple("Point", "a b")
+
+
+def _namedtuple_in_two_places(x):
+    p = Point(x + 1, [x.sum()])
+    return {"p": p, "q": p}, p.b
+
+
+def _identity(got) -> list:
+    out, d, box, pair, tup = got
+    return [d["a"] is out, box.items is out, pair[0] is box, pair[1] is out, tup[0] is out]
+
+
+def test_a_list_returned_twice_is_one_list():
+    jf = symshape.jit(_same_list_twice, dynamic=True)
+    for n in (4, 4, 3, 1):
+        x = torch.randn(n)
+        (a, b), (c, d) = jf(x), _same_list_twice(x)
+        assert (a is b) and (c is d)
+        a.append(1)
+        c.append(1)
+        assert len(b) == len(d) == 2
+        torch.testing.assert_close(b[0], d[0])
+
+
+def test_objects_met_in_several_places_keep_their_identity():
+    jf = symshape.jit(_shared_everywhere, dynamic=True)
+    for n in (5, 5, 2, 7):
+        x = torch.randn(n, 3)
+        got, want = jf(x), _shared_everywhere(x)
+        assert _identity(got) == _identity(want) == [True] * 5
+        torch.testing.assert_close(got[2].t, want[2].t)
+        torch.testing.assert_close(got[0][0], want[0][0])
+    assert jf.stats.compiles == 1, jf.stats.recompile_reasons
+
+
+def test_a_namedtuple_and_its_list_shared():
+    jf = symshape.jit(_namedtuple_in_two_places, dynamic=True)
+    for n in (3, 6):
+        x = torch.randn(n)
+        (gd, gb), (wd, wb) = jf(x), _namedtuple_in_two_places(x)
+        assert gd["p"] is gd["q"] and gb is gd["p"].b
+        assert wd["p"] is wd["q"] and wb is wd["p"].b
+        torch.testing.assert_close(gd["q"].a, wd["q"].a)
+        torch.testing.assert_close(gb[0], wb[0])
+
+
+def test_each_call_returns_new_objects():
+    """Sharing holds inside one call's result; two calls share nothing."""
+    jf = symshape.jit(_same_list_twice, dynamic=True)
+    first, second = jf(torch.ones(2)), jf(torch.ones(2))
+    assert first[0] is not second[0]
