@@ -7,13 +7,14 @@ tracing, each module's class is temporarily swapped for a subclass whose
 on the class (methods, class constants); ``symshape/jit/guards/state.py`` guards
 them. Writes of plain values (``self.window_size = 4``) are reported too and
 kept aside for the tracing thread (other threads never see them); the jit
-makes them after every call the trace serves, as eager would. A symbolic size
-written onto a module (Swin's ``self.window_size = min(resolution)``) is
-written as the plain value eager writes, with a guard that keeps it that
-value. Setting a submodule stops the trace (``construction.py``). Writes of
-traced tensors (``self.cache = x``) are refused: they would
-leak a proxy out of the trace; a list of them (nn.LSTM's ``_flat_weights``)
-lasts for the trace only. While tracing, parameter and buffer slots hold
+makes them after every call the trace serves, as eager would. Traced values
+written onto the compiled module or its submodules (``self.cache = x``, Swin's
+``self.window_size = min(resolution)``, ``self.sub.shape = tuple(x.shape)``)
+become outputs of the trace, written with each call's own tensors and ints
+(``jit/boundary/writes.py``); on a module the function was given, a traced
+tensor cannot be stored. Setting a submodule stops the trace
+(``construction.py``). A list of traced tensors that is not a plain write
+(nn.LSTM's ``_flat_weights``) lasts for the trace only. While tracing, parameter and buffer slots hold
 proxies for the tracing thread only (``SlotView``).
 """
 
@@ -180,14 +181,15 @@ def _concrete(module, name: str, value):
     )
 
 
-def _storable(v) -> bool:
-    """A traced tensor, or a tuple/list/dict of traced tensors and plain values."""
-    if isinstance(v, TensorProxy):
+def _storable(v, depth: int = 0) -> bool:
+    """A traced tensor or size, or a tuple/list/dict (up to three levels) of
+    traced values and plain ones, holding at least one traced value."""
+    if _traced_value(v):
         return True
-    if type(v) in (list, tuple, dict):
+    if depth < 3 and type(v) in (list, tuple, dict):
         items = list(v.values()) if type(v) is dict else v
-        return any(isinstance(x, TensorProxy) for x in items) and all(
-            isinstance(x, TensorProxy) or _is_simple(x) for x in items
+        return any(_holds_traced(x) for x in items) and all(
+            _storable(x, depth + 1) or _is_simple(x) for x in items
         )
     return False
 

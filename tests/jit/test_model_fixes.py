@@ -90,6 +90,31 @@ def test_size_stored_on_a_module_is_stored_as_eager_stores_it():
         assert type(ours.window) is int and ours.window == eager.window
 
 
+class RecordsShapes(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.sub = nn.Linear(3, 3)
+
+    def forward(self, x):
+        self.sub.last_shape = tuple(x.shape)  # a tuple of sizes, on a submodule
+        self.sub.sizes = {"rows": x.shape[0], "both": [x.shape[0], x.shape[0] * 2]}
+        return self.sub(x)
+
+
+def test_sizes_in_a_tuple_stored_on_a_submodule_are_each_calls_own():
+    torch.manual_seed(0)
+    eager = RecordsShapes()
+    ours = copy.deepcopy(eager)
+    f = symshape.jit(ours, dynamic=True)
+    for n in (4, 4, 3, 5, 1):
+        x = torch.randn(n, 3)
+        assert_same(f(x), eager(x), where=f"n={n}")
+        for k in ("last_shape", "sizes"):
+            assert getattr(ours.sub, k) == getattr(eager.sub, k), k
+        assert type(ours.sub.last_shape[0]) is int
+    assert f.stats.compiles == 1, f.stats.recompile_reasons
+
+
 def test_tensor_stored_on_a_module_is_stored_after_every_call():
     class Cache(nn.Module):
         def forward(self, x):
