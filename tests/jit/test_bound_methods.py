@@ -161,3 +161,54 @@ def test_copies_of_a_jit_method_keep_their_object():
     deep = copy.deepcopy(jf)
     c.a = 5  # the deep copy has an object of its own
     assert torch.equal(deep(x), x * 3) and torch.equal(jf(x), x * 5)
+
+
+def test_an_objects_class_changed_after_tracing_is_noticed():
+    """``o.__class__ = Other`` changes neither ``o.__dict__`` nor any class dict:
+    the check compares the object's class (and its bases) as well."""
+
+    class A:
+        k = 2
+
+    class B:
+        k = 5
+
+    def fn(x, o):
+        return x * o.k
+
+    jf, o = symshape.jit(fn), A()
+    _check(jf, fn, o)
+    o.__class__ = B
+    _check(jf, fn, o)
+    o.__class__ = A
+    _check(jf, fn, o)
+
+
+def test_bases_reassigned_after_tracing_are_noticed():
+    """``Sub.__bases__ = (...)`` leaves every class dict as it was; the class's MRO
+    is a new tuple, which the check compares."""
+
+    class Left:
+        k = 2
+
+    class Right:
+        k = 11
+
+    class Sub(Left):
+        def scaled(self, x):
+            return self.k * x
+
+    def fn(x, o):
+        return x * o.k
+
+    o = Sub()
+    jf, jm = symshape.jit(fn), symshape.jit(o.scaled)
+    _check(jf, fn, o)
+    assert torch.equal(jm(torch.ones(3)), o.scaled(torch.ones(3)))
+    Sub.__bases__ = (Right,)
+    _check(jf, fn, o)
+    assert torch.equal(jm(torch.ones(3)), torch.full((3,), 11.0))
+    Sub.__bases__ = (Left,)
+    assert "bases" in " ".join(jf.stats.recompile_reasons)
+    _check(jf, fn, o)
+    assert torch.equal(jm(torch.ones(3)), torch.full((3,), 2.0))

@@ -323,6 +323,8 @@ def flat(s, v, dicts: list, lists: list) -> None:
         else:
             dicts.append(d)
         dicts.extend(c.dict for c in s.classes)
+        if s.classes and s.classes[0].cls is s.type:  # `o.__class__ = ...`, `__bases__ = ...`
+            lists.append((s.classes[0], _weak(v)))
         for k, a in s.attrs.items():
             x = d.get(k, _MISSING) if d is not None and k in d else getattr(v, k, _MISSING)
             flat(a, x, dicts, lists)
@@ -338,9 +340,20 @@ def flat(s, v, dicts: list, lists: list) -> None:
                 flat(a, x, dicts, lists)
 
 
+def _weak(v):
+    """A weak reference to ``v`` where its class allows one (a guard must not keep
+    the caller's object alive), else a callable that returns it."""
+    try:
+        return weakref.ref(v)
+    except TypeError:
+        return lambda: v
+
+
 def _same_list(s, o) -> bool:
     """A list (or a scalar root) still matches its snapshot: a list of scalars
     by two C-level tuple comparisons (values, then exact types)."""
+    if type(s) is ClassGuard:
+        return s.is_type_of(o())
     if type(s) is Seq and s.scalars is not None and type(o) is list:
         values, kinds = s.scalars
         return tuple(o) == values and tuple(map(type, o)) == kinds
@@ -511,12 +524,13 @@ class ClassGuard:
     """A class whose attributes the trace read through an instance (a method,
     ``self.k`` found on the class): its dict's version, then the entries."""
 
-    __slots__ = ("cls", "dict", "entries", "version")
+    __slots__ = ("cls", "dict", "entries", "mro", "version")
 
     def __init__(self, cls: type):
         self.cls = cls
         self.dict = class_dict(cls)
         self.version = dict_version(self.dict)
+        self.mro = cls.__mro__  # a new tuple once `__bases__` is set (the dict stays)
         self.entries = {
             k: (Value(v) if isinstance(v, _SCALAR) else Ident(v))
             for k, v in self.dict.items()
@@ -524,12 +538,21 @@ class ClassGuard:
         }
 
     def fast(self) -> bool:
-        return dict_version(self.dict) == self.version
+        return dict_version(self.dict) == self.version and self.cls.__mro__ is self.mro
+
+    def is_type_of(self, v) -> bool:
+        """``v`` is still an instance of this class, whose bases are as they were."""
+        return type(v) is self.cls and self.cls.__mro__ is self.mro
 
     def why(self) -> str | None:
         if self.fast():
             return None
         name = self.cls.__qualname__
+        if self.cls.__mro__ is not self.mro:
+            was, now = (
+                ", ".join(k.__qualname__ for k in m[1:]) for m in (self.mro, self.cls.__mro__)
+            )
+            return f"the base classes of {name} changed from ({was}) to ({now})"
         for k, s in self.entries.items():
             r = diff(s, self.dict.get(k, _MISSING), f"{name}.{k}")
             if r is not None:
