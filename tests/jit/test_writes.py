@@ -216,3 +216,52 @@ def test_effects_before_a_raise_are_eagers():
         assert traced.calls == eager.calls
         torch.testing.assert_close(traced.seen, eager.seen)
     assert log == [2, 2, 3, 3, 2, 2, 4, 4]
+
+
+def test_effects_before_a_torch_call_that_raises_are_eagers():
+    """A torch call raises (eager raises there too, ``x * ("n", 3)``): what the
+    program changed before it is changed once, and the error is eager's own."""
+
+    def run(jit: bool):
+        table = {i: i for i in range(4)}
+        seen = []
+
+        def f(x):
+            k, v = table.popitem()
+            table[("n", x.shape[0])] = v
+            seen.append(x.shape[0])
+            return x * k
+
+        jf = symshape.jit(f, dynamic=True) if jit else f
+        out = []
+        for n in (3, 3, 2, 5):
+            try:
+                out.append(("ok", jf(torch.ones(n)).tolist()))
+            except TypeError as e:
+                out.append(("raised", str(e)))
+            out.append((dict(table), list(seen)))
+        return out
+
+    assert run(True) == run(False)
+
+
+def test_a_rule_that_raises_where_eager_does_not_is_reported_as_a_bug(monkeypatch):
+    """Should symshape's rule for a torch call raise an error eager does not, the
+    call still gives eager's result, with a warning that names it a symshape bug."""
+    import os
+
+    from symshape.ops.registry import BY_NAME
+
+    # a rule raises from symshape's own files (a function defined here would be the
+    # program's own code)
+    where = os.path.join(os.path.dirname(BY_NAME["cos"].rule.__code__.co_filename), "broken.py")
+    scope: dict = {}
+    src = 'def broken(ctx, op, *args, **kwargs):\n    raise ValueError("a rule\'s mistake")\n'
+    exec(compile(src, where, "exec"), scope)
+    broken = scope["broken"]
+
+    monkeypatch.setattr(BY_NAME["cos"], "rule", broken)
+    jf = symshape.jit(lambda x: x.cos() + 1)
+    x = torch.randn(3)
+    with pytest.warns(RuntimeWarning, match="symshape bug: symshape's handling of a torch"):
+        torch.testing.assert_close(jf(x), x.cos() + 1)

@@ -242,12 +242,14 @@ def _sym(name):
 _MISS = object()
 
 
-def _raised_by_user_code(e: Exception) -> bool:
-    """Was ``e`` raised by the program's own code (``raise``, ``assert``, a failed
-    dict lookup, in a user file) inside the call the tracer made, not by symshape,
-    torch, or a function symshape's machinery called (a test's injected failure)?"""
+def _raised_by_user_code(e: Exception) -> str | None:
+    """Who raised ``e`` inside the call the tracer made: ``"user"`` for the program's
+    own code (``raise``, ``assert``, a failed dict lookup, in a user file), ``"op"``
+    for an error eager raises too, raised by symshape's rule for a torch call the
+    program made (``x * ("a", 1)``: a TypeError), None for anything else (symshape
+    itself, torch's own machinery, a function symshape's machinery called)."""
     if type(e).__module__.startswith("symshape"):
-        return False
+        return None
     codes = []
     tb = e.__traceback__
     while tb is not None:  # symshape's wrappers that only pass a call on left out
@@ -256,14 +258,36 @@ def _raised_by_user_code(e: Exception) -> bool:
         tb = tb.tb_next
     starts = [i for i, c in enumerate(codes) if c is TRACE_ONCE]
     if not starts or starts[-1] + 1 >= len(codes):
-        return False
+        return None
     inside = [c.co_filename for c in codes[starts[-1] + 1 :]]  # the call, down to the raise
     if inside[0].startswith(_PACKAGE) or is_stdlib_file(inside[0]):
-        return False  # raised entering symshape's contexts, not in the call
-    if not is_user_file(inside[-1]):
-        return False
-    callers = [f for f in inside[:-1] if not is_stdlib_file(f)]
-    return not (callers and callers[-1].startswith(_PACKAGE))
+        return None  # raised entering symshape's contexts, not in the call
+    if is_user_file(inside[-1]):
+        callers = [f for f in inside[:-1] if not is_stdlib_file(f)]
+        return None if callers and callers[-1].startswith(_PACKAGE) else "user"
+    if type(e) not in _EAGER_ERRORS or str(e).startswith("symshape bug"):
+        return None
+    users = [i for i, f in enumerate(inside) if is_user_file(f)]
+    # the last of the program's frames called symshape (its torch-call handler)
+    if users and users[-1] + 1 < len(inside) and inside[users[-1] + 1].startswith(_PACKAGE):
+        return "op"
+    return None
+
+
+# the errors eager's ops raise for a program's mistakes (exact types: a subclass, such
+# as NotImplementedError, says something about symshape)
+_EAGER_ERRORS = (TypeError, ValueError, IndexError, RuntimeError, ZeroDivisionError)
+
+
+def _raise_site(e: Exception) -> str:
+    """The last line of the program's own code in ``e``'s traceback."""
+    where = "an unknown line"
+    tb = e.__traceback__
+    while tb is not None:
+        if is_user_file(tb.tb_frame.f_code.co_filename):
+            where = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return where
 
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
@@ -425,10 +449,11 @@ class JitFunction:
                 self._draws_eagerly = e.what
                 return self._untraceable(e.what, args, kwargs)
             except Exception as e:
-                if not _raised_by_user_code(e):
+                who = _raised_by_user_code(e)
+                if who is None:
                     raise
                 random.setstate(drawn)  # the eager call draws what the attempt drew
-                return self._raises_eagerly(e, args, kwargs)
+                return self._raises_eagerly(e, who, args, kwargs)
             entry = TraceEntry(traced)
             entry._stats = self.stats
             self._entries = (entry, *self._entries)
@@ -540,10 +565,11 @@ class JitFunction:
             warnings.warn(msg, TraceTimeSideEffectWarning, stacklevel=user_stacklevel())
         return self._fn(*args, **kwargs)
 
-    def _raises_eagerly(self, e: Exception, args, kwargs):
+    def _raises_eagerly(self, e: Exception, who: str, args, kwargs):
         """The user's code raised while traced (``raise ValueError`` after an in-place
-        update, a counter incremented, a list appended): the attempt's effects are
-        undone, so the call runs eagerly, making them and raising as eager does."""
+        update, a counter incremented, a list appended), or a torch call it made
+        raised (``who == "op"``): the attempt's effects are undone, so the call runs
+        eagerly, making them and raising as eager does."""
         self.stats.eager_calls += 1
         log.info(
             "symshape: %s raised %s while traced; the call runs eagerly so that what it "
@@ -553,6 +579,18 @@ class JitFunction:
             extra={"symshape_log": "recompiles"},
         )
         what = type(e).__name__
+        if who == "op":
+            where = _raise_site(e)
+            del e
+            out = self._fn(*args, **kwargs)
+            warnings.warn(  # reached only when eager did not raise
+                f"symshape bug: symshape's handling of a torch call ({where}) raised {what} "
+                f"while tracing {self.__name__}, where eager does not raise; this call ran "
+                "eagerly. Please report it with the call's arguments.",
+                RuntimeWarning,
+                stacklevel=user_stacklevel(),
+            )
+            return out
         del e  # its traceback holds the attempt's frames and their traced values
         out = self._fn(*args, **kwargs)
         warnings.warn(  # reached only when eager did not raise
