@@ -101,3 +101,41 @@ def test_a_global_read_and_written_through_a_method_met_first_deep_down():
 def test_a_global_six_calls_deep():
     jf = _run(_deep)
     assert jf.stats.eager_calls == 0
+
+
+def _branchy(x):
+    if _branchy.pred:
+        return torch.relu(x * 2) * _helper_with_attr.k
+    return torch.abs(x + 3)
+
+
+def _helper_with_attr():
+    return None
+
+
+def test_attributes_of_the_functions_it_names_are_checked():
+    """``fn.pred`` (an attribute on the traced function itself) and ``helper.k``
+    (on another function it names) are read on every call, as eager reads them;
+    from dynamo's test_fn_with_attr."""
+    _branchy.pred, _helper_with_attr.k = True, 1
+    jf = symshape.jit(_branchy, dynamic=True)
+    for pred, k, n in [(True, 1, 3), (False, 1, 3), (True, 5, 4), (True, 5, 2), (0, 5, 2)]:
+        _branchy.pred, _helper_with_attr.k = pred, k
+        x = torch.randn(n)
+        assert torch.equal(jf(x), _branchy(x)), (pred, k, n)
+    _branchy.__dict__["pred"] = True
+    assert torch.equal(jf(x), _branchy(x))
+    assert jf.stats.compiles == 4, jf.stats.recompile_reasons
+
+
+def _counted(x):
+    _counted.calls += 1
+    return x * _counted.calls
+
+
+def test_a_function_attribute_it_writes_is_written_every_call():
+    _counted.calls = 0
+    jf = symshape.jit(_counted, dynamic=True)
+    for i, n in enumerate((3, 3, 5), start=1):
+        assert torch.equal(jf(torch.ones(n)), torch.full((n,), float(i)))
+        assert _counted.calls == i

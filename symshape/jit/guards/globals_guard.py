@@ -93,6 +93,12 @@ class GlobalsGuard:
             if not k.startswith("__")
         ]
         held += _default_values(reached)
+        # the attributes of the functions it names (`if fn.pred:`, `helper.scale`)
+        held += [
+            (f"{v.__qualname__}.__dict__", v.__dict__)
+            for v in values
+            if type(v) is types.FunctionType and v.__dict__
+        ]
         held = [(n, v) for n, v in held if isinstance(v, (list, dict, set, collections.deque))]
         self.held = {id(v) for _, v in held}  # checked by why(), kept by settle()
         labels = {id(v): n for n, v in held}
