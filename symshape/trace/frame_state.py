@@ -516,6 +516,8 @@ def _enters(c, code) -> bool:
     if type(c) is functools.partial:
         return _enters(c.func, code)
     if type(c) is types.FunctionType:
+        if c.__code__ in _TRANSPARENT and hasattr(c, "__wrapped__"):
+            return _enters(c.__wrapped__, code)  # nn.Module._call_impl while tracing
         return c.__code__ is code
     if isinstance(c, type):
         f = [inspect.getattr_static(c, n, None) for n in ("__init__", "__new__")]

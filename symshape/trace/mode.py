@@ -230,7 +230,9 @@ def _route_python_level(patches: Patches) -> None:
     vmap.install(patches)
     for name in ("trace", "script", "trace_module"):
         patches.replace(torch.jit, name, _torchscript_refused(getattr(torch.jit, name), patches))
-    patches.replace(torch.nn.Module, "__call__", _module_call(torch.nn.Module.__call__, patches))
+    # `_call_impl`, not `__call__`, which programs compare (transformers' is_fx_tracing)
+    impl = torch.nn.Module._call_impl
+    patches.replace(torch.nn.Module, "_call_impl", _module_call(impl, patches))
     # calling a TorchScript module runs its C++ interpreter: eagerly, at a split
     call = _torchscript_refused(torch.nn.Module.__call__, patches, "ScriptModule.__call__")
     patches.add(torch.jit.ScriptModule, "__call__", call)

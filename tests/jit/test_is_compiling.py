@@ -166,3 +166,19 @@ def test_an_optimizer_step_on_its_compile_path_matches_eager():
             for x, y in zip(a, b):
                 torch.testing.assert_close(y, x, rtol=1e-6, atol=1e-6)
     assert g.stats.compiles == 1
+
+
+def test_torch_functions_the_program_compares_are_torchs_own():
+    """transformers' ``is_fx_tracing`` compares ``nn.Module.__call__`` with the one it
+    saw at import: while traced, the program sees torch's own, as in eager."""
+    orig = torch.nn.Module.__call__
+    lin = torch.nn.Linear(3, 3)
+
+    def fn(x):
+        y = lin(x)  # a module call still goes through the tracer's handling
+        return y * 2 if torch.nn.Module.__call__ is not orig else y * 4
+
+    jf = symshape.jit(fn, dynamic=True)
+    for n in (2, 5):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(jf(x), fn(x))
