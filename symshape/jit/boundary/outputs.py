@@ -118,11 +118,15 @@ def flatten(
             return ("pytree", t, context, [walk(c) for c in children])
         if not (fresh and _rebuildable(x)) and not holds_traced(x):
             return ("const", x)
-        attributes = [(k, walk(v)) for k, v in _attributes(x)]
+        # walked in the order _build makes them: items, then attributes
+        if isinstance(x, (list, tuple)):  # a list or tuple subclass of the program's
+            items = [walk(v) for v in x]
+            return ("sequence", t, items, [(k, walk(v)) for k, v in _attributes(x)])
         if isinstance(x, dict):  # a dict subclass (an OrderedDict's, ModelOutput's pattern)
             items = [walk(v) for v in x.values()]
+            attributes = [(k, walk(v)) for k, v in _attributes(x)]
             return ("mapping", t, list(x), items, attributes, getattr(x, "default_factory", None))
-        return ("object", t, attributes)
+        return ("object", t, [(k, walk(v)) for k, v in _attributes(x)])
 
     def walk(x, _walk=walk):  # an object found twice is built once (``_shared``)
         if id(x) in built:
@@ -151,7 +155,7 @@ _PARTS = {
     tuple: ((1, True),), list: ((1, True),), dict: ((2, True),), "call": ((2, True),),
     "closure": ((2, True),), "pytree": ((3, True),), "tagged": ((1, False),),
     "object": ((2, False),), "tuple_subclass": ((2, True), (3, False)),
-    "mapping": ((3, True), (4, False)),
+    "mapping": ((3, True), (4, False)), "sequence": ((2, True), (3, False)),
 }  # fmt: skip
 
 
@@ -296,8 +300,25 @@ def _build(s, it, objects, memo):
         return s[1]
     if kind == "mapping":
         return _mapping(s, it, objects, memo)
+    if kind == "sequence":
+        return _sequence(s, it, objects, memo)
     obj = object.__new__(s[1])
     for k, c in s[2]:
+        object.__setattr__(obj, k, _build(c, it, objects, memo))
+    return obj
+
+
+def _sequence(s, it, objects, memo):
+    """A list or tuple subclass, made as unpickling makes one: no ``__init__``, its
+    items through the built-in base, then its attributes."""
+    cls, items, attributes = s[1:]
+    values = [_build(c, it, objects, memo) for c in items]
+    if issubclass(cls, tuple):
+        obj = tuple.__new__(cls, values)
+    else:
+        obj = cls.__new__(cls)
+        list.extend(obj, values)
+    for k, c in attributes:
         object.__setattr__(obj, k, _build(c, it, objects, memo))
     return obj
 

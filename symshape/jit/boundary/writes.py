@@ -286,7 +286,7 @@ def _small_item_changes(c, kind: str, old) -> list | None:
         if len(new) >= n and all(a is b for a, b in zip(old, new)):
             return [("extend", None, new[n:])] if len(new) > n else []
     elif kind == "dict":
-        old, new = dict(old), dict(c)
+        old, new = dict(old), dict(c.items())  # not dict(c): a subclass's __getitem__
         if list(new)[: len(old)] == [k for k in old if k in new]:  # no key moved
             out = [
                 ("item", concrete(k), v) for k, v in new.items() if old.get(k, _MISSING) is not v

@@ -281,7 +281,7 @@ def diff(s, v, label: str) -> str | None:
             was, now = ", ".join(map(_short, s.items)), ", ".join(map(_short, v))
             return f"the keys of {label} changed from [{was}] to [{now}]"
         for k, a in s.items.items():
-            r = diff(a, v[k], f"{label}[{k!r}]")
+            r = diff(a, dict.__getitem__(v, k), f"{label}[{k!r}]")
             if r is not None:
                 return r
         return None
@@ -331,7 +331,7 @@ def flat(s, v, dicts: list, lists: list) -> None:
     elif t is Map:
         dicts.append(v)
         for k, a in s.items.items():
-            flat(a, v[k], dicts, lists)
+            flat(a, dict.__getitem__(v, k), dicts, lists)
     elif t is Seq:
         if s.type is list or s.type is collections.deque:  # mutable: compared whole
             lists.append((s, v))
@@ -388,7 +388,7 @@ def refresh(s, v) -> None:
     t = type(s)
     if t is Map:
         for k, a in s.items.items():
-            refresh(a, v[k])
+            refresh(a, dict.__getitem__(v, k))
     elif t is Seq:
         for a, x in zip(s.items, v):
             refresh(a, x)

@@ -1,0 +1,85 @@
+"""Subclasses of list, tuple, dict and OrderedDict that the program defines, met
+as results and as globals: results are rebuilt as the program's own classes with
+their items and attributes in place; a subclass's ``__getitem__`` that computes
+something (transformers' ClassInstantier) is never what symshape reads or writes
+back. Differential: traced at one size, run at others, against eager."""
+
+from __future__ import annotations
+
+import collections
+
+import torch
+
+import symshape
+
+
+class Calls(list):
+    def __call__(self, *args):
+        return None
+
+
+class Pair(tuple):
+    pass
+
+
+class Record(dict):
+    pass
+
+
+def _results(a, b):
+    calls = Calls([a + 1])
+    calls.extend(Calls([b + 2]))
+    calls.n = a.shape[0]
+    rec = Record(item=a * 2)
+    rec.attr = a + 100  # an attribute and an item holding different tensors
+    rec.same = rec["item"]
+    return calls, Pair((a, 1)), rec
+
+
+def test_list_tuple_and_dict_subclasses_come_back_whole():
+    jf = symshape.jit(_results, dynamic=True)
+    for n in (3, 3, 5, 1):
+        a, b = torch.randn(n), torch.randn(n)
+        got, want = jf(a, b), _results(a, b)
+        for g, w in zip(got, want):
+            assert type(g) is type(w)
+            assert vars(g).keys() == vars(w).keys()
+        torch.testing.assert_close(list(got[0]), list(want[0]))
+        assert got[0].n == want[0].n == n
+        torch.testing.assert_close(tuple(got[1]), tuple(want[1]))
+        torch.testing.assert_close(dict(got[2]), dict(want[2]))
+        torch.testing.assert_close(got[2].attr, want[2].attr)
+        assert got[2].same is got[2]["item"]
+    assert jf.stats.compiles == 1, jf.stats.recompile_reasons
+
+
+class Instantiates(collections.OrderedDict):
+    """transformers' ClassInstantier: an item is a class (and its arguments); reading
+    it makes an instance."""
+
+    def __getitem__(self, key):
+        content = super().__getitem__(key)
+        cls, kwargs = content if isinstance(content, tuple) else (content, {})
+        return cls(**kwargs)
+
+
+ACTS = Instantiates({"relu": (torch.nn.ReLU, {"inplace": False}), "tanh": torch.nn.Tanh})
+
+
+def _activate(x, name):
+    return ACTS[name](x)
+
+
+def test_a_global_mapping_whose_getitem_makes_objects():
+    jf = symshape.jit(_activate, dynamic=True)
+    before = list(dict.items(ACTS))
+    for name, n in (("tanh", 4), ("relu", 4), ("tanh", 2)):
+        x = torch.randn(n)
+        torch.testing.assert_close(jf(x, name), _activate(x, name))
+    assert list(dict.items(ACTS)) == before  # its stored classes, not instances
+    ACTS["relu"] = torch.nn.Sigmoid
+    try:
+        x = torch.randn(3)
+        torch.testing.assert_close(jf(x, "relu"), torch.sigmoid(x))
+    finally:
+        ACTS["relu"] = before[0][1]
