@@ -8,6 +8,9 @@ It owns no storage; every operation on it is intercepted by the tracing mode
 
 from __future__ import annotations
 
+import os
+import sys
+
 import torch
 
 from symshape.sym import expr as E
@@ -158,4 +161,55 @@ class TensorProxy(torch.Tensor):
         )
 
     def __repr__(self, *, tensor_contents=None) -> str:
-        return f"TensorProxy({self._ss_var.name}: {self._ss_meta})"
+        text = _printed(self, repr, "repr")
+        return f"TensorProxy({self._ss_var.name}: {self._ss_meta})" if text is None else text
+
+    def __str__(self) -> str:
+        text = _printed(self, str, "str")
+        return self.__repr__() if text is None else text
+
+    def __format__(self, spec: str) -> str:
+        text = _printed(self, lambda t: format(t, spec), "format")
+        return self.__repr__() if text is None else text
+
+
+def _printed(p: TensorProxy, convert, how: str) -> str | None:
+    """``repr(t)``, ``str(t)``, ``f"{t}"`` of a traced tensor asked by the program: the
+    text of its values, read where the trace splits (as ``t.tolist()`` is). None
+    where symshape itself asks (its messages and logs name the placeholder)."""
+    from symshape.sym import DataDependentError
+    from symshape.sym.source import is_user_file, user_location
+    from symshape.trace.context import current  # late: context imports this module
+
+    ctx = current()
+    if ctx is None or p._ss_ctx is not ctx or not _asked_by_program(is_user_file):
+        return None
+    text = ctx.read("str", (p,), convert, f"`{how}({p._ss_var.name})`")
+    if text is not None:
+        return text
+    where = user_location()
+    raise DataDependentError(
+        f"`{how}()` of a traced tensor reads its values"
+        + (f"\n  at {where.describe()}" if where else "")
+        + "\nThey are known only when the trace runs, and this trace does not split "
+        "(fullgraph=True, export). Fix: print or format it outside the compiled function, "
+        "or return the tensor.",
+        location=where,
+    )
+
+
+def _asked_by_program(is_user_file) -> bool:
+    """Is the innermost frame below torch's and the standard library's the program's
+    (a user's file or a library's), not symshape's?"""
+    f = sys._getframe(3)  # the caller of __repr__ / __str__ / __format__
+    while f is not None:
+        name = f.f_code.co_filename
+        if name.startswith(_PACKAGE):
+            return False
+        if is_user_file(name):
+            return True
+        f = f.f_back  # torch's (Tensor.__format__) or the standard library's
+    return False
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep

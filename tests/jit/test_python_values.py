@@ -572,3 +572,22 @@ def test_a_returned_closure_closes_over_each_calls_values():
         torch.testing.assert_close(h1(), h2())
         assert g1.__name__ == "apply" and g1.__qualname__ == g2.__qualname__
     assert jf.stats.compiles == 1
+
+
+def _texts(x):
+    r = torch.max(x, dim=0)
+    return repr(r), str(r.values), f"{x.sum()}", f"{x.sum():.3f}", "%s" % (x.shape[0],), x * 2
+
+
+def test_repr_str_and_format_of_a_traced_tensor_are_its_values():
+    """``repr(t)``, ``str(t)`` and f-strings the program makes of a tensor read its
+    values, as ``t.tolist()`` does: the trace splits there and the text is eager's
+    (it was the placeholder's text); from dynamo's test_structseq_repr."""
+    jf = symshape.jit(_texts, dynamic=True)
+    for n, scale in ((2, 1.0), (2, 3.0), (4, -1.0), (1, 0.5)):
+        x = torch.arange(n * 2, dtype=torch.float32).reshape(n, 2) * scale
+        got, want = jf(x), _texts(x)
+        assert got[:-1] == want[:-1]
+        torch.testing.assert_close(got[-1], want[-1])
+    with pytest.raises(symshape.DataDependentError, match="reads its values"):
+        symshape.jit(_texts, fullgraph=True)(torch.ones(2, 2))
