@@ -576,7 +576,7 @@ def test_a_returned_closure_closes_over_each_calls_values():
 
 def _texts(x):
     r = torch.max(x, dim=0)
-    return repr(r), str(r.values), f"{x.sum()}", f"{x.sum():.3f}", "%s" % (x.shape[0],), x * 2
+    return repr(r), str(r.values), f"{x.sum()}", f"{x.sum():.3f}", format(x.max(), "g"), x * 2
 
 
 def test_repr_str_and_format_of_a_traced_tensor_are_its_values():
