@@ -81,3 +81,32 @@ def test_each_call_returns_new_objects():
     jf = symshape.jit(_same_list_twice, dynamic=True)
     first, second = jf(torch.ones(2)), jf(torch.ones(2))
     assert first[0] is not second[0]
+
+
+class _Meta:
+    def __init__(self, n: int):
+        self.n = n
+        self.seen = [n]
+
+
+SHARED = _Meta(0)
+
+
+def _with_objects(x):
+    return x + 1, _Meta(3), SHARED
+
+
+def test_an_object_the_call_makes_is_made_on_every_call():
+    """``return x + 1, Meta(3)``: eager makes a new object each call, so a caller's
+    change to one result never shows in the next (dynamo's test_catch_watchings2);
+    an object that was there before the call (a global) comes back as itself."""
+    jf = symshape.jit(_with_objects, dynamic=True)
+    for n in (2, 2, 5):
+        _, got, shared = jf(torch.zeros(n))
+        _, want, _ = _with_objects(torch.zeros(n))
+        assert type(got) is _Meta and vars(got) == vars(want) == {"n": 3, "seen": [3]}
+        assert shared is SHARED
+        got.n, want.n = 7, 7
+        got.seen.append(1)
+    first, second = jf(torch.zeros(2))[1], jf(torch.zeros(2))[1]
+    assert first is not second

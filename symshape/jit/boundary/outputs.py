@@ -49,14 +49,16 @@ def holds_traced(x, depth: int = 0, seen: set | None = None) -> bool:
 
 
 def flatten(
-    x, is_leaf=None, refs=None, fresh: bool = False, cells: frozenset = frozenset()
+    x, is_leaf=None, refs=None, fresh=False, cells: frozenset = frozenset()
 ) -> tuple[list, tuple]:
     """``(leaves, spec)``: leaves are traced values and plain scalars (and
     whatever ``is_leaf`` accepts). ``refs`` maps ``id(obj)`` to an index for
     objects the caller passed in: they come back as the caller's own objects
-    (``("ref", i)``), never copies. With ``fresh``, plain objects are rebuilt on
-    every call even when they hold no traced value (a new cache layer stored
-    into a caller's object must not be shared between calls)."""
+    (``("ref", i)``), never copies. With ``fresh`` (True, or a test of a plain
+    object), plain objects are rebuilt on every call even when they hold no
+    traced value (a new cache layer stored into a caller's object, an object
+    the call made, must not be shared between calls)."""
+    rebuilt = fresh if callable(fresh) else (lambda _: fresh)
     leaves: list = []
     tagged: set = set()  # ids of the tensors whose attributes are walked
 
@@ -116,7 +118,7 @@ def flatten(
         if node is not None:
             children, context = node.flatten_fn(x)
             return ("pytree", t, context, [walk(c) for c in children])
-        if not (fresh and _rebuildable(x)) and not holds_traced(x):
+        if not (_rebuildable(x) and rebuilt(x)) and not holds_traced(x):
             return ("const", x)
         # walked in the order _build makes them: items, then attributes
         if isinstance(x, (list, tuple)):  # a list or tuple subclass of the program's
@@ -170,6 +172,27 @@ def _shared(spec, first: dict):
     if id(spec) in first:
         return ("keep", first[id(spec)], out)
     return out
+
+
+def reachable(roots, depth: int = 3) -> set:
+    """The ids of the objects ``roots`` hold, ``depth`` levels down: in lists,
+    tuples, dict values and plain objects' attributes."""
+    seen: set = set()
+    level = list(roots)
+    for _ in range(depth + 1):
+        nxt = []
+        for v in level:
+            if id(v) in seen or isinstance(v, (*_SCALARS, torch.Tensor, type, types.ModuleType)):
+                continue
+            seen.add(id(v))
+            if isinstance(v, (list, tuple)):
+                nxt.extend(v)
+            elif isinstance(v, dict):
+                nxt.extend(dict.values(v))
+            elif _rebuildable(v):
+                nxt.extend(y for _, y in _attributes(v))
+        level = nxt
+    return seen
 
 
 _EMPTY = object()  # an empty cell's content

@@ -64,6 +64,7 @@ from symshape.jit.guards.state import (
     holds,
     is_plain_object,
     snapshot,
+    user_class,
 )
 from symshape.jit.splits import segments
 from symshape.ops import grad_mode, lookup
@@ -982,7 +983,8 @@ def _output(
         tracked.setdefault(id(c), functools.partial(b.const, c, "_w"))
     refs = _Refs(tracked, [])
     targets = [refs.index(path) for path, _, _, _ in stores]
-    lr, sr = outputs.flatten(result, refs=refs if tracked else None, cells=cells)
+    made = _made_by_the_call(b, held, read)
+    lr, sr = outputs.flatten(result, refs=refs if tracked else None, fresh=made, cells=cells)
     if not refs.paths:  # nothing written, no argument object returned
         converted = [_convert(ctx, x) for x in lr]
         if outputs.is_plain(sr):
@@ -996,6 +998,27 @@ def _output(
     modules = any(kind in ("module", "buffer") for _, kind, _ in writes)
     replay = Replay((tuple, [sr, sv]), resolver(refs.paths, b.globals), writes, modules)
     return tuple(converted), replay, replay
+
+
+def _made_by_the_call(b: Builder | None, held, read):
+    """A test of a plain object the function returns: did the call make it? An
+    instance of one of the user's classes that nothing symshape saw before the call
+    holds (an argument, a module, a global's or closure's object, up to three
+    levels down) is taken as made by it, and made anew on every call as eager
+    makes it (``return x + 1, Box()``); other objects come back as themselves."""
+    known: set | None = None
+
+    def made(x) -> bool:
+        nonlocal known
+        if not user_class(type(x)):
+            return False
+        if known is None:
+            roots = [o for o, _ in b.tracked.values()] if b is not None else []
+            roots += [c for c, _ in held] + [c for c, _ in read]
+            known = outputs.reachable(roots)
+        return id(x) not in known
+
+    return made
 
 
 _SIZE = OpRef("Size", torch.Size, "torch.Size")
