@@ -171,3 +171,25 @@ def test_mistral_with_a_sliding_window_trains_like_eager():
             torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5)
         model.zero_grad()
         ref.zero_grad()
+
+
+def _two_backwards(a, b):
+    e = torch.matmul(a, torch.ones(2, 2))
+    g = torch.abs(e - torch.ones_like(e)).mean()
+    g.backward()
+    d = torch.matmul(b, e.detach()).mean()  # no edge back to the graph g freed
+    d.backward()
+    return g, d
+
+
+def test_a_second_backward_inside_through_a_detached_value():
+    """From dynamo's test_gan_repro: the second ``backward()`` reaches ``e`` only
+    through ``e.detach()``, so it must not run the graph the first one freed."""
+    jf = symshape.jit(_two_backwards)
+    for n in (2, 2, 3):
+        torch.manual_seed(n)
+        a, b = torch.randn(n, 2, requires_grad=True), torch.randn(2, n, requires_grad=True)
+        a2, b2 = (t.detach().clone().requires_grad_() for t in (a, b))
+        got, want = jf(a, b), _two_backwards(a2, b2)
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close((a.grad, b.grad), (a2.grad, b2.grad))

@@ -672,7 +672,38 @@ def with_backward(env, trace: Trace, run, grad: _Grad, name: str, backend=None):
         grad.backward.optional if backend is None else None,
         views_of_made(trace, grad.n_out, storages),
     )
-    return _passing_inputs_through(fn.apply, trace, grad.n_out, storages), backward
+    # an input needing grad that no output's gradient reaches (used only through
+    # `e.detach()`) enters the Function detached, as eager's graph has no edge to it:
+    # a backward must not run the graph that made it (freed by an earlier backward)
+    diff = [trace.output[i] for i in grad.diff_out]
+    cut = [
+        trace.inputs.index(v)
+        for v, g in zip(grad.inputs, backward.output)
+        if g is None and not _grad_reaches(trace, v, diff)
+    ]
+    apply = fn.apply if not cut else _detaching(fn.apply, cut)
+    return _passing_inputs_through(apply, trace, grad.n_out, storages), backward
+
+
+def _grad_reaches(trace: Trace, source: Var, outputs: list) -> bool:
+    """Is one of ``outputs`` computed from ``source`` along values that require
+    grad (an edge of eager's autograd graph; ``detach`` cuts it)?"""
+    reach = {id(source)}
+    for n in trace.nodes:
+        if any(id(v) in reach for v in n.inputs()):
+            reach.update(id(o) for o in n.outputs if _requires_grad(o))
+    return any(id(o) in reach for o in outputs)
+
+
+def _detaching(apply, positions: list):
+    def run(*args):
+        args = list(args)
+        for k in positions:
+            if args[k].requires_grad:
+                args[k] = args[k].detach()
+        return apply(*args)
+
+    return run
 
 
 def views_of_made(trace: Trace, n_out: int, storages: Storages) -> list[int]:
