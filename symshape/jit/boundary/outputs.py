@@ -11,6 +11,7 @@ were returned (constants of the trace).
 from __future__ import annotations
 
 import collections.abc
+import functools
 import types
 
 import torch
@@ -41,6 +42,8 @@ def holds_traced(x, depth: int = 0, seen: set | None = None) -> bool:
         return any(holds_traced(y, depth + 1, seen) for y in x)
     if isinstance(x, dict):
         return any(holds_traced(y, depth + 1, seen) for y in x.values())
+    if type(x) is types.FunctionType and x.__closure__:  # a closure a closure calls
+        return any(holds_traced(_cell(c), depth + 1, seen) for c in x.__closure__)
     if isinstance(x, (type, types.ModuleType)) or not (
         hasattr(x, "__dict__") or hasattr(type(x), "__slots__")
     ):
@@ -314,7 +317,7 @@ def _build(s, it, objects, memo):
         items = [_build(c, it, objects, memo) for c in s[2]]
         out = s[1](*items) if hasattr(s[1], "_fields") else s[1](items)
         for k, c in s[3] if len(s) > 3 else ():
-            object.__setattr__(out, k, _build(c, it, objects, memo))
+            _put(out, k, _build(c, it, objects, memo))
         return out
     if kind == "pytree":
         children = [_build(c, it, objects, memo) for c in s[3]]
@@ -327,8 +330,26 @@ def _build(s, it, objects, memo):
         return _sequence(s, it, objects, memo)
     obj = object.__new__(s[1])
     for k, c in s[2]:
-        object.__setattr__(obj, k, _build(c, it, objects, memo))
+        _put(obj, k, _build(c, it, objects, memo))
     return obj
+
+
+def _put(obj, name: str, value) -> None:
+    """Set an attribute of an object being rebuilt as unpickling sets it: into its
+    ``__dict__`` (past a read-only property of the same name), or its slot."""
+    if name in _slot_names(type(obj)):
+        object.__setattr__(obj, name, value)
+    else:
+        object.__getattribute__(obj, "__dict__")[name] = value
+
+
+@functools.lru_cache(maxsize=256)
+def _slot_names(cls: type) -> frozenset:
+    out = set()
+    for k in cls.__mro__:
+        slots = k.__dict__.get("__slots__", ())
+        out.update((slots,) if isinstance(slots, str) else slots)
+    return frozenset(out)
 
 
 def _sequence(s, it, objects, memo):
@@ -342,7 +363,7 @@ def _sequence(s, it, objects, memo):
         obj = cls.__new__(cls)
         list.extend(obj, values)
     for k, c in attributes:
-        object.__setattr__(obj, k, _build(c, it, objects, memo))
+        _put(obj, k, _build(c, it, objects, memo))
     return obj
 
 
@@ -356,7 +377,7 @@ def _mapping(s, it, objects, memo):
     for k, c in zip(keys, items):
         base.__setitem__(obj, k, _build(c, it, objects, memo))
     for k, c in attributes:
-        object.__setattr__(obj, k, _build(c, it, objects, memo))
+        _put(obj, k, _build(c, it, objects, memo))
     if factory is not None:
         obj.default_factory = factory
     return obj
