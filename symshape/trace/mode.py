@@ -157,6 +157,14 @@ class TracingMode(TorchFunctionMode):
         kwargs = kwargs or {}
         if _creates_graph(func, args, kwargs):  # its backward would differentiate a trace's
             raise error
+        if self.ctx.split is not None and _makes_another_layout(op_name(func)):
+            where = user_location()
+            raise RunsEagerly(
+                f"`{op_name(func)}` makes a sparse or MKL-DNN tensor"
+                + (f" (at {where.describe()})" if where else "")
+                + ", which symshape's traced tensors (strided) cannot stand for",
+                "make it outside the jit-compiled function, or keep the tensor dense",
+            )
         out = eager_call(self.ctx, func, op_name(func), args, kwargs, why)
         if out is NOT_SPLIT:
             if isinstance(error, UnsupportedOpError) and not _any_traced(args, kwargs):
@@ -180,6 +188,13 @@ class TracingMode(TorchFunctionMode):
             return super().__exit__(*exc)
         finally:
             _routing.pop()
+
+
+def _makes_another_layout(name: str) -> bool:
+    """An op whose result is not a strided tensor (``to_sparse_csr``,
+    ``sparse_coo_tensor``, ``to_mkldnn``)."""
+    short = name.rsplit(".", 1)[-1]
+    return short.startswith(("to_sparse", "sparse_", "_sparse_", "to_mkldnn"))
 
 
 def _overriding(args: tuple, kwargs: dict | None):

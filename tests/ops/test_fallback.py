@@ -232,3 +232,23 @@ def test_conformance_report_lists_fallback_ops():
     )
     assert "| _chunk_cat | torch._chunk_cat |" in rows and "1 OpInfos." in rows
     assert fallback_section([OpResult("add")])[-1] == "None."
+
+
+def test_an_op_that_makes_a_sparse_tensor_runs_the_call_eagerly():
+    """``to_sparse_csr`` inside the function (dynamo's test_unhandled_exception_in_dynamo2):
+    a traced tensor is strided, so the call runs eagerly, warned; the program's own
+    ``except`` around it works as in eager."""
+
+    def fn(a):
+        try:
+            a.to_sparse_csr()
+            raise RuntimeError("after the sparse tensor")
+        except RuntimeError as e:
+            return a + len(str(e))
+
+    jf = symshape.jit(fn, dynamic=True)
+    with pytest.warns(symshape.TraceTimeSideEffectWarning, match="sparse"):
+        torch.testing.assert_close(jf(torch.ones(2, 3)), fn(torch.ones(2, 3)))
+    for n in (2, 3):  # later calls run eagerly too, warned once
+        a = torch.ones(n, 3)
+        torch.testing.assert_close(jf(a), fn(a))
