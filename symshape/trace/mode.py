@@ -242,6 +242,7 @@ def _route_python_level(patches: Patches) -> None:
     _route_autodiff_transforms(patches)
     _record_backend_flags(patches)
     patches.replace(torch._C, "_set_default_dtype", _default_dtype_set(patches))
+    patches.add(torch.Tensor, "_make_wrapper_subclass", _wrapper_subclass_made(patches))
     vmap.install(patches)
     for name in ("trace", "script", "trace_module"):
         patches.replace(torch.jit, name, _torchscript_refused(getattr(torch.jit, name), patches))
@@ -260,6 +261,27 @@ def _route_python_level(patches: Patches) -> None:
     # bind to a class with __get__
     apply = Function.__dict__["apply"]
     patches.replace(Function, "apply", classmethod(_custom_function(apply, patches)), apply)
+
+
+def _wrapper_subclass_made(patches: Patches):
+    """``Tensor._make_wrapper_subclass`` in traced code: a tensor subclass made
+    inside the call (a ``__torch_dispatch__`` wrapper around a traced tensor) would
+    hold the trace's placeholders past the call, so the call runs eagerly."""
+    make = torch._C.TensorBase._make_wrapper_subclass
+
+    def made(cls, *args, **kwargs):
+        if patches.current() is not None:
+            where = user_location()
+            raise RunsEagerly(
+                f"the call makes a tensor subclass ({cls.__qualname__}, with "
+                "Tensor._make_wrapper_subclass"
+                + (f", at {where.describe()}" if where else "")
+                + "), which would hold symshape's traced tensors",
+                "make the subclass outside the jit-compiled function and pass it in",
+            )
+        return make(cls, *args, **kwargs)
+
+    return staticmethod(made)
 
 
 _DEFAULT_GENERATOR = DefaultGeneratorProxy()

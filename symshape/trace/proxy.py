@@ -107,7 +107,7 @@ class TensorProxy(torch.Tensor):
     @staticmethod
     def __new__(cls, ctx, var, meta):
         sizes, strides, nbytes = _layout(ctx, meta)
-        r = torch.Tensor._make_wrapper_subclass(
+        r = torch._C.TensorBase._make_wrapper_subclass(  # not the traced code's (mode.py)
             cls,
             sizes,
             strides,

@@ -221,3 +221,38 @@ def test_an_argument_with_torch_function_gets_the_call_as_in_eager():
     for n, k in ((3, 2.0), (5, 2.0), (4, 3.0)):
         x, t = torch.randn(n), torch.randn(n)
         torch.testing.assert_close(jf(x, _Scaled(t, k)), fn(x, _Scaled(t, k)))
+
+
+class _Wrapper(torch.Tensor):
+    """A ``__torch_dispatch__`` wrapper subclass holding the tensor it wraps."""
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    def __new__(cls, data):
+        self = torch.Tensor._make_wrapper_subclass(
+            cls, data.size(), dtype=data.dtype, device=data.device
+        )
+        self._data = data
+        return self
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        unwrap = lambda t: t._data if isinstance(t, _Wrapper) else t  # noqa: E731
+        return func(*[unwrap(a) for a in args], **(kwargs or {}))
+
+
+def test_a_tensor_subclass_made_inside_runs_the_call_eagerly():
+    """From dynamo's test_sourceless_namedtuple: the wrapper made inside held the
+    trace's placeholder, which the program's later use found empty."""
+
+    def fn(x):
+        return _Wrapper(x * 2)
+
+    jf = symshape.jit(fn, dynamic=True)
+    with pytest.warns(symshape.TraceTimeSideEffectWarning, match="tensor subclass"):
+        first = jf(torch.ones(2))
+    for n in (2, 4):
+        got, want = jf(torch.ones(n)), fn(torch.ones(n))
+        assert type(got) is _Wrapper
+        torch.testing.assert_close(got._data + 1, want._data + 1)
+    torch.testing.assert_close(first._data, torch.full((2,), 2.0))
