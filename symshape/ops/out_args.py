@@ -32,7 +32,7 @@ from symshape.ops.nn import _SCALAR_TYPE, show
 from symshape.ops.registry import BY_NAME
 from symshape.sym import logic as L
 from symshape.sym.source import user_location
-from symshape.trace.errors import TracingError, unsupported_form
+from symshape.trace.errors import RunsEagerly, TracingError, unsupported_form
 from symshape.trace.proxy import TensorProxy
 
 
@@ -101,6 +101,12 @@ def _write(ctx, call: str, out, result):
         return copy_.rule(ctx, copy_, out, result)
     if not (isinstance(out, TensorProxy) and ctx.may_rebind(out)):
         where = user_location()
+        if ctx.split is not None:  # eager resizes the caller's tensor: so does the call
+            raise RunsEagerly(
+                f"`{call[:-1]}, out=o)` (at {where.describe() if where else 'an unknown line'}) "
+                f"resizes out from {show(ctx, om.shape)} to {show(ctx, rm.shape)}",
+                f"assign the result, `o = {call}`",
+            )
         raise TracingError(
             f"`{call[:-1]}, out=o)` (at {where.describe() if where else 'an unknown line'}): "
             f"out has shape {show(ctx, om.shape)} but the result has shape "

@@ -823,8 +823,14 @@ def test_out_that_cannot_be_written_is_refused_with_the_op_line_and_fix():
     with pytest.raises(
         TracingError, match="out has shape \\[2, 3\\] but the result has shape \\[4, 3\\]"
     ):
-        symshape.jit(lambda x, o: torch.add(x, 1, out=o), dynamic=True)(
+        symshape.jit(lambda x, o: torch.add(x, 1, out=o), dynamic=True, fullgraph=True)(
             torch.randn(4, 3), torch.empty(2, 3)
         )
+    # without fullgraph the call runs eagerly, warned: eager resizes the caller's tensor
+    fn = lambda x, o: torch.add(x, 1, out=o)  # noqa: E731
+    x, oj, oe = torch.randn(4, 3), torch.empty(0), torch.empty(0)
+    with pytest.warns(symshape.TraceTimeSideEffectWarning, match="resizes out"):
+        assert_same(symshape.jit(fn, dynamic=True)(x, oj), fn(x, oe))
+    assert_same(oj, oe)
     f = symshape.jit(lambda x: torch.add(x, 1, out=None), dynamic=True)  # eager's default
     assert_same(f(torch.ones(3)), torch.ones(3) + 1)
