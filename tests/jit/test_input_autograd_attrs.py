@@ -273,4 +273,10 @@ def test_no_grad_update_of_a_tensor_the_loss_reads_is_still_refused():
 
     w = torch.randn(3, requires_grad=True)
     with pytest.raises(symshape.TracingError, match="in place"):
-        symshape.jit(f)(w, torch.randn(3))
+        symshape.jit(f, fullgraph=True)(w, torch.randn(3))
+    # without fullgraph the call runs eagerly, warned: eager's result and update
+    w2, x = w.detach().clone().requires_grad_(), torch.randn(3)
+    with pytest.warns(symshape.TraceTimeSideEffectWarning, match="in place"):
+        got = symshape.jit(f)(w, x)
+    torch.testing.assert_close(got, f(w2, x))
+    torch.testing.assert_close(w, w2)

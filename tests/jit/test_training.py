@@ -56,7 +56,14 @@ def test_in_place_on_tensor_needing_grad_is_refused_with_fix():
         return y.sum()
 
     with pytest.raises(symshape.TracingError, match="out of place"):
-        symshape.jit(f)(torch.randn(3, requires_grad=True))
+        symshape.jit(f, fullgraph=True)(torch.randn(3, requires_grad=True))
+    # without fullgraph the call runs eagerly (warned, with the fix): eager's gradient
+    x = torch.randn(3, requires_grad=True)
+    x2 = x.detach().clone().requires_grad_()
+    with pytest.warns(symshape.TraceTimeSideEffectWarning, match="out of place"):
+        symshape.jit(f)(x).backward()
+    f(x2).backward()
+    torch.testing.assert_close(x.grad, x2.grad)
 
 
 def test_module_parameters_get_grads_and_optimizer_steps():

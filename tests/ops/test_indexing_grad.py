@@ -206,4 +206,11 @@ def test_assignment_through_a_view_that_needs_gradients_is_refused_with_the_fix(
         return y
 
     with pytest.raises(symshape.TracingError, match="out of place"):
-        symshape.jit(fn)(torch.randn(3, 4, requires_grad=True))
+        symshape.jit(fn, fullgraph=True)(torch.randn(3, 4, requires_grad=True))
+    # without fullgraph the call runs eagerly, warned with the fix: eager's gradient
+    x = torch.randn(3, 4, requires_grad=True)
+    x2 = x.detach().clone().requires_grad_()
+    with pytest.warns(symshape.TraceTimeSideEffectWarning, match="out of place"):
+        symshape.jit(fn)(x).sum().backward()
+    fn(x2).sum().backward()
+    torch.testing.assert_close(x.grad, x2.grad)

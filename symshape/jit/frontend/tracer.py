@@ -295,6 +295,7 @@ def _trace_once(
     t0 = time.perf_counter()
     if known is not None:
         ctx.split_at_reads(SplitState(tuple(known), torch.is_inference_mode_enabled()))
+    ctx.falls_back = known is not None  # not fullgraph
     b = Builder(ctx, policy, module is not None)
     draws = Draws(b, splits=bool(known))
     # symshape.jit(model) calls the module (hooks included); symshape.jit(model.forward)
@@ -838,13 +839,7 @@ def _autograd(ctx, trace: Trace, output, out_spec, name: str) -> _Grad | None:
                 if not grad_on and id(v) not in differentiated:
                     continue
                 if _requires_grad(v):
-                    where = n.where.describe() if hasattr(n.where, "describe") else n.where
-                    raise TracingError(
-                        f"`{n.op.name}` changes {v.name} in place in a computation that needs "
-                        f"gradients (at {where}); symshape's backward does not support in-place "
-                        "updates. Write it out of place (y = x + 1 instead of x += 1; torch.where or "
-                        "index_put instead of x[idx] = v), or run this part under torch.no_grad()."
-                    )
+                    _in_place_needing_grad(ctx, n, v)
     bw = build_backward(ctx, trace, [leaves[i] for i in diff_out], inputs)
     no_saved_tensor_mutated(trace, bw.saved)
     sym_vars = []
@@ -856,6 +851,23 @@ def _autograd(ctx, trace: Trace, output, out_spec, name: str) -> _Grad | None:
     trace.output = (*leaves, *bw.saved, *sym_vars, *bw.floats)
     trace.doc += "\nreturns the outputs, then what the backward saves (tensors, then sizes)"
     return _Grad(bw, spec, len(leaves), diff_out, inputs)
+
+
+def _in_place_needing_grad(ctx, n, v) -> None:
+    """An in-place update of a value the backward differentiates: the call runs
+    eagerly (warned), as eager's autograd supports it; refused with fullgraph."""
+    where = n.where.describe() if hasattr(n.where, "describe") else n.where
+    what = f"`{n.op.name}` changes {v.name} in place in a computation that needs gradients"
+    fix = (
+        "write it out of place (y = x + 1 instead of x += 1; torch.where or index_put "
+        "instead of x[idx] = v), or run this part under torch.no_grad()"
+    )
+    if ctx.falls_back:
+        raise RunsEagerly(f"{what} (at {where}), which symshape's backward does not support", fix)
+    raise TracingError(
+        f"{what} (at {where}); symshape's backward does not support in-place updates. "
+        f"{fix[0].upper()}{fix[1:]}."
+    )
 
 
 def _simplify_metas(trace: Trace, env) -> None:
