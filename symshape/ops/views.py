@@ -195,10 +195,29 @@ def _reshape(ctx, m, sizes, must_view: bool, checked: bool = False):
 def view(ctx, op, input, *size, **kw):
     size = (kw.pop("size"),) if "size" in kw else size
     if len(size) == 1 and isinstance(size[0], torch.dtype):
-        raise NotImplementedError("Tensor.view(dtype) is not supported while tracing")
+        return _view_dtype(ctx, op, input, size[0])
     m = ctx.meta(input)
     sizes = sym_tuple(ctx, size)
     return ctx.emit(op, (input, _size_arg(size)), {}, _reshape(ctx, m, sizes, True))
+
+
+def _view_dtype(ctx, op, input, dtype: torch.dtype):
+    """``x.view(torch.int32)``: the same memory read as another dtype of the same
+    size (the shape and strides stay; the result never requires grad, as eager's).
+    Another element size has no rule here: it runs eagerly at a split."""
+    m = ctx.meta(input)
+    if dtype.itemsize != m.dtype.itemsize:
+        from symshape.sym.source import user_location
+        from symshape.trace.errors import UnsupportedOpError
+
+        raise UnsupportedOpError(f"Tensor.view({dtype})", user_location())
+    out = ctx.out_meta(m.shape, dtype, m.device, norm_strides(m.shape, m.strides))
+    # eager's result never requires grad, whatever the dtype (view.dtype has no derivative)
+    return ctx.emit(VIEW_DTYPE, (input, dtype), {}, out.like(requires_grad=False))
+
+
+VIEW_DTYPE = define(OpDef("view_dtype", "torch.Tensor.view", None, lambda *a, **k: None), [])
+VIEW_DTYPE.differentiable = False
 
 
 @register("reshape", "torch.reshape", torch.Tensor.reshape)

@@ -258,3 +258,26 @@ def test_contiguous_of_a_transpose():
     # at size 1 eager returns the (already contiguous) input: only values compared there
     check(lambda x: layout(x.t().contiguous()), lambda n: (mat(n),), *NOT_ONE)
     check(lambda x: x.t().contiguous(), lambda n: (mat(n),), *SHAPES)
+
+
+def _dtype_views(x):
+    a = x.view(torch.int32) + 1  # the same element size: the same memory, reread
+    b = x.t().view(torch.int32)  # strides kept
+    c = (x * 2).view(torch.float32)  # the same dtype
+    d = x.view(torch.int16)  # another element size: run eagerly at a split
+    return a, b, b.stride(), c, c.requires_grad, d
+
+
+def test_view_as_another_dtype_matches_eager():
+    """From dynamo's test_view_dtype_overload; eager's result never requires grad."""
+    jf = symshape.jit(_dtype_views, dynamic=True)
+    for n in (3, 3, 5, 1):
+        for grad in (False, True):
+            x = torch.randn(n, 2, requires_grad=grad)
+            got, want = jf(x), _dtype_views(x)
+            for g, w in zip(got, want):
+                if isinstance(w, torch.Tensor):
+                    assert torch.equal(g, w) and g.dtype == w.dtype
+                    assert g.requires_grad == w.requires_grad is False
+                else:
+                    assert g == w
