@@ -17,7 +17,7 @@ import torch
 
 from symshape.ops.registry import OpDef, attribute, define
 from symshape.sym.source import user_location
-from symshape.trace.errors import TracingError
+from symshape.trace.errors import RunsEagerly, TracingError
 from symshape.trace.proxy import TensorProxy
 
 
@@ -73,6 +73,16 @@ def _grad(ctx, op, t):
     real = _captured(ctx, t)
     if real is not None and (real.requires_grad or real.grad is not None):
         where = user_location()
+        if ctx.falls_back:  # each call reads the gradient eager would: the call runs eagerly
+            raise RunsEagerly(
+                f"`.grad` of a tensor captured from a closure ({tuple(real.shape)}, "
+                f"{real.dtype}) is read"
+                + (f" (at {where.describe()})" if where else "")
+                + ": a trace reads a captured tensor by reference, and each backward "
+                "replaces its gradient",
+                "pass the tensor to the jit-compiled function as an argument "
+                "(symshape.jit(step)(params, lr)), so its .grad is read on every call",
+            )
         raise TracingError(
             f"`.grad` of a tensor captured from a closure ({tuple(real.shape)}, "
             f"{real.dtype}) is read while tracing: a trace reads a captured tensor by "

@@ -217,7 +217,14 @@ def test_captured_tensors_answer_is_leaf_and_refuse_grad():
         symshape.TracingError,
         match=r"(?s)captured from a closure.*as an argument.*test_input_autograd_attrs\.py",
     ):
-        symshape.jit(step)(0.1)
+        symshape.jit(step, fullgraph=True)(0.1)
+    # without fullgraph each call runs eagerly (warned with the fix), reading w.grad
+    jstep, want = symshape.jit(step), w.detach() - 0.1 * w.grad - 0.2 * 3
+    with pytest.warns(symshape.TraceTimeSideEffectWarning, match="as an argument"):
+        jstep(0.1)
+    w.grad = torch.full((3,), 3.0)
+    jstep(0.2)
+    torch.testing.assert_close(w.detach(), want)
 
 
 def test_is_inference_of_inputs_as_eager():
