@@ -109,29 +109,7 @@ def flatten(
             # `nonlocal out` of an enclosing scope) is shared, as eager shares it
             return ("closure", x, [("cell", c) if id(c) in cells else walk(_cell(c))
                                    for c in x.__closure__])  # fmt: skip
-        if isinstance(x, tuple) and (hasattr(x, "_fields") or hasattr(x, "n_fields")):
-            spec = ("tuple_subclass", t, [walk(y) for y in x])  # namedtuple, structseq
-            own = getattr(x, "__dict__", None)  # `tup.c = ...` on a subclass's instance
-            return spec + ([(k, walk(v)) for k, v in own.items()],) if own else spec
-        if t is dict:  # keys made from sizes are this call's ints (hashing them guarded them)
-            return (dict, [_concrete(k) for k in x], [walk(v) for v in x.values()])
-        if t in (set, frozenset) and any(isinstance(v, _SYMBOLIC) for v in x):
-            return ("const", t(_concrete(v) for v in x))
-        node = pytree.SUPPORTED_NODES.get(t)
-        if node is not None:
-            children, context = node.flatten_fn(x)
-            return ("pytree", t, context, [walk(c) for c in children])
-        if not (_rebuildable(x) and rebuilt(x)) and not holds_traced(x):
-            return ("const", x)
-        # walked in the order _build makes them: items, then attributes
-        if isinstance(x, (list, tuple)):  # a list or tuple subclass of the program's
-            items = [walk(v) for v in x]
-            return ("sequence", t, items, [(k, walk(v)) for k, v in _attributes(x)])
-        if isinstance(x, dict):  # a dict subclass (an OrderedDict's, ModelOutput's pattern)
-            items = [walk(v) for v in x.values()]
-            attributes = [(k, walk(v)) for k, v in _attributes(x)]
-            return ("mapping", t, list(x), items, attributes, getattr(x, "default_factory", None))
-        return ("object", t, [(k, walk(v)) for k, v in _attributes(x)])
+        return _structure(x, t, walk, rebuilt)
 
     def walk(x, _walk=walk):  # an object found twice is built once (``_shared``)
         if id(x) in built:
@@ -149,6 +127,34 @@ def flatten(
     if shared:
         spec = _shared(spec, {id(built[k]): k for k in shared})
     return leaves, spec
+
+
+def _structure(x, t: type, walk, rebuilt) -> tuple:
+    """The spec of a namedtuple, a dict, a set, a pytree node, a container subclass
+    or a plain object (``flatten``'s ``walk`` for their parts)."""
+    if isinstance(x, tuple) and (hasattr(x, "_fields") or hasattr(x, "n_fields")):
+        spec = ("tuple_subclass", t, [walk(y) for y in x])  # namedtuple, structseq
+        own = getattr(x, "__dict__", None)  # `tup.c = ...` on a subclass's instance
+        return spec + ([(k, walk(v)) for k, v in own.items()],) if own else spec
+    if t is dict:  # keys made from sizes are this call's ints (hashing them guarded them)
+        return (dict, [_concrete(k) for k in x], [walk(v) for v in x.values()])
+    if t in (set, frozenset) and any(isinstance(v, _SYMBOLIC) for v in x):
+        return ("const", t(_concrete(v) for v in x))
+    node = pytree.SUPPORTED_NODES.get(t)
+    if node is not None:
+        children, context = node.flatten_fn(x)
+        return ("pytree", t, context, [walk(c) for c in children])
+    if not (_rebuildable(x) and rebuilt(x)) and not holds_traced(x):
+        return ("const", x)
+    # walked in the order _build makes them: items, then attributes
+    if isinstance(x, (list, tuple)):  # a list or tuple subclass of the program's
+        items = [walk(v) for v in x]
+        return ("sequence", t, items, [(k, walk(v)) for k, v in _attributes(x)])
+    if isinstance(x, dict):  # a dict subclass (an OrderedDict's, ModelOutput's pattern)
+        items = [walk(v) for v in x.values()]
+        attributes = [(k, walk(v)) for k, v in _attributes(x)]
+        return ("mapping", t, list(x), items, attributes, getattr(x, "default_factory", None))
+    return ("object", t, [(k, walk(v)) for k, v in _attributes(x)])
 
 
 _UNSHARED = ("leaf", "const", "ref", "param", "same")  # identity kept without a memo

@@ -7,26 +7,20 @@ import functools
 import gc
 import inspect
 import logging
-import math
 import random
 import sys
 import time
 import types
-from collections import Counter
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 from torch._C._dynamo.guards import GlobalStateGuard
 
-from symshape.autograd import build_backward, make_function, no_saved_tensor_mutated
-from symshape.autograd.saved import mutated
 from symshape.ir import (
     Node,
     OpRef,
-    TensorMeta,
     Trace,
-    Var,
     compile_source,
     compile_trace,
     cse,
@@ -34,7 +28,6 @@ from symshape.ir import (
     iter_vars,
 )
 from symshape.ir.codegen import Deferred
-from symshape.ir.passes import Storages, has_effect
 from symshape.ir.printer import fmt
 from symshape.jit.boundary import generators, outputs, torch_state
 from symshape.jit.boundary.writes import (
@@ -46,6 +39,13 @@ from symshape.jit.boundary.writes import (
     restore,
     shallow,
     tensor_attr_writes,
+)
+from symshape.jit.frontend.differentiate import (
+    _passing_inputs_through,
+    _simplify_metas,
+    differentiated,
+    makes_leaves,
+    with_backward,
 )
 from symshape.jit.frontend.draws import Draws, DrawsEagerly, first_source
 from symshape.jit.guards.globals_guard import (
@@ -463,32 +463,6 @@ def _computation(ctx, b: Builder, ran: _Ran, name: str, grad: bool, target):
     return trace, used, g, None, out_spec
 
 
-def differentiated(ctx, trace: Trace, out_spec, name: str) -> tuple[Trace, _Grad | None, object]:
-    """A computation (or segment) made ready to compile: its backward where its
-    outputs need gradients (the output spec then includes what it saves), the grad
-    switches it keeps, simplified metadata. ``(trace, grad or None, out_spec)``."""
-    # trace.output: the outputs as CSE renamed them (a merged node's Var is gone)
-    g = _autograd(ctx, trace, trace.output, out_spec, name)
-    trace = grad_mode.for_run(trace, g is not None)
-    if g is not None:
-        out_spec = g.spec
-    _simplify_metas(trace, ctx.env)
-    trace.bounds = upper_bounds(ctx.env)
-    trace.lint()
-    return trace, g, out_spec
-
-
-def upper_bounds(env) -> dict:
-    """``{symbol name: upper bound}`` of every symbol with a finite one: a declared
-    ``Dim(max=)``, an op's (``nonzero`` <= numel), a ``symshape.check(n <= k)``."""
-    out = {}
-    for info in env.symbols:
-        hi = env.bounds(info.symbol).hi
-        if hi != math.inf and hi < 2**62:
-            out[info.symbol.name] = int(hi)
-    return out
-
-
 def _prologue(ctx, b: Builder, w: _Watch, draws, trace: Trace, used: set, module, name: str):
     """The prologue: module fetches, constants, guards, declared ranges, then the
     draws; compiled lazily. Returns it and the inputs of the call traced."""
@@ -654,122 +628,6 @@ def _guard_python_state(b: Builder, fn, module, inputs: tuple):
     return gg, global_writes
 
 
-def with_backward(env, trace: Trace, run, grad: _Grad, name: str, backend=None):
-    """``run`` (the compiled forward) and its compiled backward as one
-    ``autograd.Function``; returns its ``apply`` and the backward trace."""
-    storages = Storages(trace)
-    _simplify_metas(grad.backward.trace, env)
-    backward = grad.backward.trace
-    bw = compile_trace(backward, boxed=True)
-    fn = make_function(
-        name,
-        run,
-        bw if backend is None else backend(backward, bw, True),
-        grad.n_out,
-        len(grad.backward.saved),
-        grad.diff_out,
-        [trace.inputs.index(v) for v in grad.inputs],
-        len(trace.inputs),
-        grad.backward.optional if backend is None else None,
-        views_of_made(trace, grad.n_out, storages),
-    )
-    # an input needing grad that no output's gradient reaches (used only through
-    # `e.detach()`) enters the Function detached, as eager's graph has no edge to it:
-    # a backward must not run the graph that made it (freed by an earlier backward)
-    diff = [trace.output[i] for i in grad.diff_out]
-    cut = [
-        trace.inputs.index(v)
-        for v, g in zip(grad.inputs, backward.output)
-        if g is None and not _grad_reaches(trace, v, diff)
-    ]
-    apply = fn.apply if not cut else _detaching(fn.apply, cut)
-    return _passing_inputs_through(apply, trace, grad.n_out, storages), backward
-
-
-def _grad_reaches(trace: Trace, source: Var, outputs: list) -> bool:
-    """Is one of ``outputs`` computed from ``source`` along values that require
-    grad (an edge of eager's autograd graph; ``detach`` cuts it)?"""
-    reach = {id(source)}
-    for n in trace.nodes:
-        if any(id(v) in reach for v in n.inputs()):
-            reach.update(id(o) for o in n.outputs if _requires_grad(o))
-    return any(id(o) in reach for o in outputs)
-
-
-def _detaching(apply, positions: list):
-    def run(*args):
-        args = list(args)
-        for k in positions:
-            if args[k].requires_grad:
-                args[k] = args[k].detach()
-        return apply(*args)
-
-    return run
-
-
-def views_of_made(trace: Trace, n_out: int, storages: Storages) -> list[int]:
-    """Positions of the outputs that may view a tensor the trace made (not an
-    input): those whose memory the trace may share with another of its values."""
-    members = Counter(storages.find(id(v)) for n in trace.nodes for v in n.outputs)
-    inputs = {storages.find(id(v)) for v in trace.inputs}
-    return [
-        i
-        for i, v in enumerate(trace.output[:n_out])
-        if type(v) is Var
-        and isinstance(v.meta, TensorMeta)
-        and storages.find(id(v)) not in inputs
-        and members[storages.find(id(v))] > 1
-    ]
-
-
-def _passing_inputs_through(apply, trace: Trace, n_out: int, storages: Storages | None = None):
-    """``apply`` returning outputs that alias an input or another output as eager
-    does: an input itself as the caller's object, and a view of an input or of
-    another output as a view made outside the autograd.Function (its outputs
-    that are views cannot be modified in place; AOTAutograd regenerates such
-    views the same way). Views of other tensors the forward made come out of
-    the Function in memory of their own (``autograd.function.own_memory``)."""
-    where = {id(v): k for k, v in enumerate(trace.inputs)}
-    pairs = [(i, where[id(v)]) for i, v in enumerate(trace.output[:n_out]) if id(v) in where]
-    storages = storages or Storages(trace)
-    roots = {
-        storages.find(id(v)): k
-        for k, v in enumerate(trace.inputs)
-        if isinstance(v.meta, TensorMeta)
-    }
-    views = [
-        (i, roots[storages.find(id(v))])
-        for i, v in enumerate(trace.output[:n_out])
-        if id(v) not in where and storages.find(id(v)) in roots and isinstance(v.meta, TensorMeta)
-    ]
-    of_outputs = views_of_made(trace, n_out, storages)
-    if not pairs and not views and not of_outputs:
-        return apply
-
-    def run(*args):
-        out = list(apply(*args))
-        for i, k in pairs:
-            out[i] = args[k]
-        for i, k in views:
-            o, a = out[i], args[k]
-            if (
-                type(o) is torch.Tensor
-                and o._is_view()  # autograd made it a view of an input of the Function
-                and o.dtype == a.dtype
-                and o.untyped_storage().data_ptr() == a.untyped_storage().data_ptr() != 0
-            ):
-                out[i] = a.as_strided(o.size(), o.stride(), o.storage_offset())
-        for i in of_outputs:
-            o = out[i]
-            if type(o) is torch.Tensor and o._is_view():
-                j = next((j for j, x in enumerate(out) if x is o._base), None)
-                if j is not None:  # a view of another output (own_memory left it)
-                    out[i] = out[j].as_strided(o.size(), o.stride(), o.storage_offset())
-        return tuple(out)
-
-    return run
-
-
 def path_inputs(ctx, b: Builder, used: set, all_sizes: bool = False) -> list:
     """The computation's inputs, as the prologue returns them: the tensors it
     uses, then sizes (every backed one with ``all_sizes``), floats, generators."""
@@ -781,124 +639,6 @@ def path_inputs(ctx, b: Builder, used: set, all_sizes: bool = False) -> list:
         + [v for v in b.float_inputs if id(v) in used]
         + [v for v in generators.inputs(b) if id(v) in used]
     )
-
-
-@dataclass
-class _Grad:
-    backward: object
-    spec: object
-    n_out: int
-    diff_out: list
-    inputs: list
-
-
-def _requires_grad(v) -> bool:
-    from symshape.ir import TensorMeta, Var
-
-    return type(v) is Var and isinstance(v.meta, TensorMeta) and v.meta.requires_grad
-
-
-def makes_leaves(trace: Trace) -> bool:
-    """Does the trace make tensors that require grad of its own (``w =
-    x.detach().requires_grad_()``, a deep copy of a module)? Gradients reach
-    them only through eager's autograd (``torch.autograd.grad(loss, w)`` inside,
-    ``w.grad`` after): the computation runs its ops under autograd, as when it
-    has no backward of its own."""
-    return any(n.op.name == "requires_grad_" and n.args[1] for n in trace.nodes)
-
-
-def _autograd(ctx, trace: Trace, output, out_spec, name: str) -> _Grad | None:
-    """When the outputs need gradients, build the backward trace and make the
-    forward also return what it saves (tensors, then sizes)."""
-    if not torch.is_grad_enabled():
-        return None
-    inputs = [v for v in trace.inputs if _requires_grad(v)]
-    if not inputs or makes_leaves(trace):
-        return None
-    if out_spec is None:
-        leaves, spec = outputs.flatten(output, is_leaf=lambda v: type(v) is Var)
-    else:
-        leaves, spec = list(output), out_spec
-    diff_out = [i for i, v in enumerate(leaves) if _requires_grad(v)]
-    if not diff_out:
-        return None
-    # an in-place update under no_grad (an optimizer step) of a tensor no op under grad
-    # mode reads, and no output is, cannot change a gradient: as in eager, it is allowed
-    grad_on, differentiated = True, {id(v) for v in leaves}
-    for n in trace.nodes:
-        if n.op is grad_mode.SET_GRAD:
-            grad_on = bool(n.args[0])
-        elif grad_on:
-            differentiated.update(id(v) for v in n.inputs())
-    grad_on = True
-    for n in trace.nodes:
-        if n.op is grad_mode.SET_GRAD:
-            grad_on = bool(n.args[0])
-        if has_effect(n):
-            for v in mutated(n):
-                if not grad_on and id(v) not in differentiated:
-                    continue
-                if _requires_grad(v):
-                    _in_place_needing_grad(ctx, n, v)
-    bw = build_backward(ctx, trace, [leaves[i] for i in diff_out], inputs)
-    no_saved_tensor_mutated(trace, bw.saved)
-    sym_vars = []
-    for v in bw.symbols:
-        fv = ctx.sym_vars[v.meta]
-        if ctx.env.info(v.meta).backed and all(fv is not x for x in trace.inputs):
-            trace.inputs.append(fv)  # the prologue passes it; the forward hands it on
-        sym_vars.append(fv)
-    trace.output = (*leaves, *bw.saved, *sym_vars, *bw.floats)
-    trace.doc += "\nreturns the outputs, then what the backward saves (tensors, then sizes)"
-    return _Grad(bw, spec, len(leaves), diff_out, inputs)
-
-
-def _in_place_needing_grad(ctx, n, v) -> None:
-    """An in-place update of a value the backward differentiates: the call runs
-    eagerly (warned), as eager's autograd supports it; refused with fullgraph."""
-    where = n.where.describe() if hasattr(n.where, "describe") else n.where
-    what = f"`{n.op.name}` changes {v.name} in place in a computation that needs gradients"
-    fix = (
-        "write it out of place (y = x + 1 instead of x += 1; torch.where or index_put "
-        "instead of x[idx] = v), or run this part under torch.no_grad()"
-    )
-    if ctx.falls_back:
-        raise RunsEagerly(f"{what} (at {where}), which symshape's backward does not support", fix)
-    raise TracingError(
-        f"{what} (at {where}); symshape's backward does not support in-place updates. "
-        f"{fix[0].upper()}{fix[1:]}."
-    )
-
-
-def _simplify_metas(trace: Trace, env) -> None:
-    """Print every shape with what the trace learned (``s1`` -> ``s0`` after a guard)."""
-    from symshape.ir import TensorMeta
-
-    simplify = env.simplify
-
-    def fix(v):
-        m = v.meta
-        if isinstance(m, TensorMeta):
-            shape = tuple([d if type(d) is int else simplify(d) for d in m.shape])
-            strides = m.strides
-            if strides is not None:
-                strides = tuple([d if type(d) is int else simplify(d) for d in strides])
-            if m.layout_known and _same(shape, m.shape) and _same(strides, m.strides):
-                return  # already what it would be rebuilt as
-            v.meta = TensorMeta(shape, m.dtype, m.device, m.requires_grad, strides)
-
-    for v in trace.inputs:
-        fix(v)
-    for n in trace.nodes:
-        for v in n.outputs:
-            fix(v)
-
-
-def _same(a: tuple | None, b: tuple | None) -> bool:
-    """The same sizes, object for object (``b`` a tuple, as ``a`` is)."""
-    if a is None or b is None:
-        return a is b
-    return type(b) is tuple and len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
 def _no_traced_values_left(objects: list) -> None:

@@ -307,7 +307,7 @@ def _segment(
 ) -> Segment:
     """Segment ``j`` of ``cut``, compiled (with its backward when it needs one);
     ``sig``: the signature of the path up to the segment before it."""
-    from symshape.jit.frontend.tracer import differentiated, with_backward
+    from symshape.jit.frontend.differentiate import differentiated, with_backward
 
     ctx, pos, byid = cut.ctx, cut.pos, cut.byid
     lo, hi = cut.bounds[j], cut.bounds[j + 1]
