@@ -110,3 +110,28 @@ def test_an_object_the_call_makes_is_made_on_every_call():
         got.seen.append(1)
     first, second = jf(torch.zeros(2))[1], jf(torch.zeros(2))[1]
     assert first is not second
+
+
+SENTINEL = object()
+
+
+class _NewReturnsObject:
+    def __new__(cls):
+        return object()
+
+
+def _sentinels(x, given):
+    return x + 1, object(), _NewReturnsObject(), SENTINEL, given
+
+
+def test_a_bare_object_the_call_makes_is_new_on_every_call():
+    """``object()`` made inside is a new object per call, as in eager (dynamo's
+    test_custom_instancecheck_init_not_called); a global sentinel, or one passed in,
+    comes back as itself."""
+    jf = symshape.jit(_sentinels, dynamic=True)
+    given = object()
+    first, second = jf(torch.ones(2), given), jf(torch.ones(3), given)
+    assert first[1] is not second[1] and first[2] is not second[2]
+    assert type(first[1]) is object and type(second[2]) is object
+    assert first[3] is second[3] is SENTINEL
+    assert first[4] is second[4] is given

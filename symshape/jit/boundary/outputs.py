@@ -144,6 +144,8 @@ def _structure(x, t: type, walk, rebuilt) -> tuple:
     if node is not None:
         children, context = node.flatten_fn(x)
         return ("pytree", t, context, [walk(c) for c in children])
+    if t is object and rebuilt(x):  # a sentinel the call made: a new one each call
+        return ("call", object, [])
     if not (_rebuildable(x) and rebuilt(x)) and not holds_traced(x):
         return ("const", x)
     # walked in the order _build makes them: items, then attributes

@@ -416,8 +416,9 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
             held = global_writes.containers if global_writes is not None else ()
             cells = frozenset(id(c) for _, c, _ in global_writes.cells) if global_writes else ()
             ran.output, ran.out_spec, ran.replay = _output(
-                ctx, result, b, stores, held, w.read_states, cells
-            )
+                ctx, result, b, stores, held, w.read_states, cells,
+                [*pargs, *pkw.values(), module, *_globals_read(gg)],
+            )  # fmt: skip
         else:  # only the prefix runs from this trace: its Python writes are undone
             segments.undo_writes(w.writes, w.read_states)
             w.writes.clear()  # nothing is written by this trace: what it read is guarded
@@ -749,7 +750,14 @@ class _Refs:
 
 
 def _output(
-    ctx: TraceContext, result, b: Builder | None = None, stores=(), held=(), read=(), cells=()
+    ctx: TraceContext,
+    result,
+    b: Builder | None = None,
+    stores=(),
+    held=(),
+    read=(),
+    cells=(),
+    known=(),
 ):
     """The traced function's result as an IR output, plus a spec (see
     outputs.py) when the structure is not plain tuples/lists/dicts, plus a
@@ -766,7 +774,7 @@ def _output(
         tracked.setdefault(id(c), functools.partial(b.const, c, "_w"))
     refs = _Refs(tracked, [])
     targets = [refs.index(path) for path, _, _, _ in stores]
-    made = _made_by_the_call(b, held, read)
+    made = _made_by_the_call(b, [c for c, _ in held] + [c for c, _ in read] + list(known))
     lr, sr = outputs.flatten(result, refs=refs if tracked else None, fresh=made, cells=cells)
     if not refs.paths:  # nothing written, no argument object returned
         converted = [_convert(ctx, x) for x in lr]
@@ -783,25 +791,34 @@ def _output(
     return tuple(converted), replay, replay
 
 
-def _made_by_the_call(b: Builder | None, held, read):
+def _made_by_the_call(b: Builder | None, roots: list):
     """A test of a plain object the function returns: did the call make it? An
-    instance of one of the user's classes that nothing symshape saw before the call
-    holds (an argument, a module, a global's or closure's object, up to three
-    levels down) is taken as made by it, and made anew on every call as eager
-    makes it (``return x + 1, Box()``); other objects come back as themselves."""
+    instance of one of the user's classes, or a bare ``object()``, that nothing
+    symshape saw before the call holds (an argument, a module, a global or closure
+    variable the code read, their objects three levels down) is taken as made by
+    it, and made anew on every call as eager makes it (``return x + 1, Box()``);
+    other objects come back as themselves."""
     known: set | None = None
 
     def made(x) -> bool:
         nonlocal known
-        if not user_class(type(x)):
+        if type(x) is not object and not user_class(type(x)):
             return False
         if known is None:
-            roots = [o for o, _ in b.tracked.values()] if b is not None else []
-            roots += [c for c, _ in held] + [c for c, _ in read]
-            known = outputs.reachable(roots)
+            known = outputs.reachable(
+                [o for o, _ in b.tracked.values()] + roots if b is not None else roots
+            )
         return id(x) not in known
 
     return made
+
+
+def _globals_read(gg) -> list:
+    """The values of the globals and closure variables the code read."""
+    if not gg:
+        return []
+    out = [g[n] for g, names, _ in gg.scopes for n in names if n in g]
+    return out + [v for _, _, v, _ in gg.cells]
 
 
 _SIZE = OpRef("Size", torch.Size, "torch.Size")
