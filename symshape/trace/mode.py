@@ -14,8 +14,12 @@ a trace is recorded on this thread they are routed to their rules too
 
 from __future__ import annotations
 
+import builtins
 import functools
-from collections.abc import Callable
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import torch
 import torch.random
@@ -243,6 +247,7 @@ def _route_python_level(patches: Patches) -> None:
     _record_backend_flags(patches)
     patches.replace(torch._C, "_set_default_dtype", _default_dtype_set(patches))
     patches.add(torch.Tensor, "_make_wrapper_subclass", _wrapper_subclass_made(patches))
+    patches.replace(builtins, "id", _identity_read(builtins.id, patches))
     vmap.install(patches)
     for name in ("trace", "script", "trace_module"):
         patches.replace(torch.jit, name, _torchscript_refused(getattr(torch.jit, name), patches))
@@ -261,6 +266,64 @@ def _route_python_level(patches: Patches) -> None:
     # bind to a class with __get__
     apply = Function.__dict__["apply"]
     patches.replace(Function, "apply", classmethod(_custom_function(apply, patches)), apply)
+
+
+def _identity_read(real_id: Callable, patches: Patches) -> Callable:
+    """``id(x)`` in the program's code while tracing, of one of the call's inputs
+    (an argument, a module, a parameter or any tensor passed in): eager's is that
+    object's address, which a branch may compare with one the caller holds, and
+    which the trace's stand-in does not have; the trace, which checks inputs by
+    their contents, would keep the traced call's answer. The call runs eagerly,
+    warned (refused with fullgraph). Everything else (symshape's own ``id``s, ids of
+    what the call made) is the builtin's, at the cost of one Python call."""
+    from symshape.sym.source import is_user_file
+
+    def id(obj, /) -> int:
+        i = real_id(obj)
+        if type(obj) is not TensorProxy:
+            if i not in _INPUT_IDS:
+                return i  # the common case: one set lookup
+        elif getattr(obj, "_ss_input", None) is None:
+            return i  # a tensor the call made
+        caller = sys._getframe(1).f_code.co_filename
+        if caller.startswith(_PACKAGE):
+            return i  # symshape's own
+        mode = patches.current()
+        if (
+            mode is None
+            or not is_user_file(caller)
+            or (type(obj) is not TensorProxy and i not in mode.ctx.input_ids)
+        ):
+            return i
+        where = user_location()
+        what = (
+            f"`id()` of one of the call's inputs ({type(obj).__name__}"
+            + (f", at {where.describe()}" if where else "")
+            + "): eager's is its address, which a trace checking inputs by their "
+            "contents cannot keep"
+        )
+        fix = "compare the objects themselves (`a is b`), or pass the id as an argument"
+        if mode.ctx.falls_back:
+            raise RunsEagerly(what, fix)
+        raise TracingError(f"{what}. Fix: {fix}.")
+
+    return id
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_INPUT_IDS: set = set()  # the inputs' ids of every trace running now, on any thread
+
+
+@contextmanager
+def inputs_identified(ids: frozenset) -> Iterator[None]:
+    """While the block runs, ``id()`` of one of ``ids`` from the program's code is
+    noticed (``_identity_read``); ids another running trace watches stay."""
+    fresh = ids - _INPUT_IDS
+    _INPUT_IDS.update(fresh)
+    try:
+        yield
+    finally:
+        _INPUT_IDS.difference_update(fresh)
 
 
 def _wrapper_subclass_made(patches: Patches):

@@ -74,7 +74,7 @@ from symshape.trace.compiling import compiling
 from symshape.trace.construction import ChangesModules
 from symshape.trace.context import TraceContext
 from symshape.trace.errors import RunsEagerly, TracingError
-from symshape.trace.mode import TracingMode
+from symshape.trace.mode import TracingMode, inputs_identified
 from symshape.trace.module_fixes import module_fixes
 from symshape.trace.modules import proxied, watch
 from symshape.trace.proxy import TensorProxy
@@ -375,6 +375,7 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
     flags = before = torch_state.snapshot()
     roots = [module] if module is not None else b.roots
     ran = _Ran()
+    ctx.input_ids = _input_ids(b, roots, (*pargs, *pkw.values()))
     with (
         ctx,
         TracingMode(ctx, lookup),
@@ -382,6 +383,7 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
         proxied(b.slots) as slot_writes,
         Swapped(b.swaps, b.tracked) as swapped,
         compiling(),
+        inputs_identified(ctx.input_ids),
         module_fixes(),
         side_effects(name, draws),
         python_types(b.tensors),
@@ -426,6 +428,21 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
         if gg:
             gg.settle()
     return ran
+
+
+_VALUES = (int, float, bool, complex, str, bytes, type(None), type, torch.dtype, torch.device)
+
+
+def _input_ids(b: Builder, roots: list, args: tuple) -> frozenset:
+    """The ``id()``s of the call's inputs that are objects of their own: the
+    arguments (not values such as ints, which Python shares), the objects found in
+    them, and the modules (``mode._identity_read``)."""
+    out = {id(a) for a in args if not isinstance(a, _VALUES)}
+    out.update(id(o) for o, _ in b.tracked.values())
+    for r in roots:
+        if isinstance(r, nn.Module):
+            out.update(id(m) for m in r.modules())
+    return frozenset(out)
 
 
 def _nothing_left(b: Builder, w: _Watch) -> None:
