@@ -20,7 +20,7 @@ settings.load_profile(os.environ.get("SYMSHAPE_HYPOTHESIS", "deterministic"))
 
 # Every first call of a trace is served by the inputs recorded while tracing; under the
 # tests it also runs its prologue and fails if the two differ (TraceEntry.first_inputs).
-importlib.import_module("symshape.jit.frontend.api").VERIFY_FIRST_INPUTS = True
+importlib.import_module("symshape.jit.frontend.entries").VERIFY_FIRST_INPUTS = True
 
 
 @pytest.fixture
