@@ -101,7 +101,7 @@ def _write(ctx, call: str, out, result):
         return copy_.rule(ctx, copy_, out, result)
     if not (isinstance(out, TensorProxy) and ctx.may_rebind(out)):
         where = user_location()
-        if ctx.split is not None:  # eager resizes the caller's tensor: so does the call
+        if ctx.falls_back:  # eager resizes the caller's tensor: so does the call
             raise RunsEagerly(
                 f"`{call[:-1]}, out=o)` (at {where.describe() if where else 'an unknown line'}) "
                 f"resizes out from {show(ctx, om.shape)} to {show(ctx, rm.shape)}",

@@ -13,7 +13,8 @@ import sysconfig
 from dataclasses import dataclass
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_SKIP_DIRS: list[str] = [_PKG_DIR + os.sep]
+PACKAGE_DIR = _PKG_DIR + os.sep  # symshape's own files start with it
+_SKIP_DIRS: list[str] = [PACKAGE_DIR]
 _SKIP_FILES = ("<frozen ", "contextlib.py", "functools.py")
 # the standard library (statistics, fractions, json asking a size's value) is not the
 # user's line either; packages installed under it are

@@ -37,19 +37,19 @@ import functools
 import inspect
 import logging
 import operator
-import os
 import sys
 import types
 from collections import OrderedDict, defaultdict
 
 import torch
 
+from symshape.sym.source import PACKAGE_DIR
 from symshape.trace import symfloat as F
 from symshape.trace.proxy import TensorProxy
 from symshape.trace.symnode import SymNode
 
 log = logging.getLogger("symshape")
-_HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # symshape/
+_HERE = PACKAGE_DIR  # symshape/
 _GENERATOR = 0x20 | 0x80 | 0x100 | 0x200  # CO_GENERATOR, COROUTINE, ITERABLE_COROUTINE, ASYNC_GEN
 _HEAPTYPE = 1 << 9
 _BUDGET = 20_000  # objects described per read: past it, the state is not compared

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import builtins
 import functools
-import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,7 +26,7 @@ from torch.autograd import Function
 from torch.overrides import TorchFunctionMode
 
 from symshape.sym import DataDependentError
-from symshape.sym.source import user_location
+from symshape.sym.source import PACKAGE_DIR, is_user_file, user_location
 from symshape.trace import vmap
 from symshape.trace.construction import check_building
 from symshape.trace.eager import NOT_SPLIT, eager_call
@@ -161,7 +160,7 @@ class TracingMode(TorchFunctionMode):
         kwargs = kwargs or {}
         if _creates_graph(func, args, kwargs):  # its backward would differentiate a trace's
             raise error
-        if self.ctx.split is not None and _makes_another_layout(op_name(func)):
+        if self.ctx.falls_back and _makes_another_layout(op_name(func)):
             where = user_location()
             raise RunsEagerly(
                 f"`{op_name(func)}` makes a sparse or MKL-DNN tensor"
@@ -276,7 +275,6 @@ def _identity_read(real_id: Callable, patches: Patches) -> Callable:
     their contents, would keep the traced call's answer. The call runs eagerly,
     warned (refused with fullgraph). Everything else (symshape's own ``id``s, ids of
     what the call made) is the builtin's, at the cost of one Python call."""
-    from symshape.sym.source import is_user_file
 
     def id(obj, /) -> int:
         i = real_id(obj)
@@ -286,7 +284,7 @@ def _identity_read(real_id: Callable, patches: Patches) -> Callable:
         elif getattr(obj, "_ss_input", None) is None:
             return i  # a tensor the call made
         caller = sys._getframe(1).f_code.co_filename
-        if caller.startswith(_PACKAGE):
+        if caller.startswith(PACKAGE_DIR):
             return i  # symshape's own
         mode = patches.current()
         if (
@@ -310,7 +308,6 @@ def _identity_read(real_id: Callable, patches: Patches) -> Callable:
     return id
 
 
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _INPUT_IDS: set = set()  # the inputs' ids of every trace running now, on any thread
 
 

@@ -8,13 +8,13 @@ It owns no storage; every operation on it is intercepted by the tracing mode
 
 from __future__ import annotations
 
-import os
 import sys
 
 import torch
 
 from symshape.sym import expr as E
 from symshape.sym import logic as L
+from symshape.sym.source import PACKAGE_DIR, is_user_file
 from symshape.trace.memo import remembered, shape_key
 from symshape.trace.symnode import SimplifiedNode
 
@@ -178,11 +178,11 @@ def _printed(p: TensorProxy, convert, how: str) -> str | None:
     text of its values, read where the trace splits (as ``t.tolist()`` is). None
     where symshape itself asks (its messages and logs name the placeholder)."""
     from symshape.sym import DataDependentError
-    from symshape.sym.source import is_user_file, user_location
+    from symshape.sym.source import user_location
     from symshape.trace.context import current  # late: context imports this module
 
     ctx = current()
-    if ctx is None or p._ss_ctx is not ctx or not _asked_by_program(is_user_file):
+    if ctx is None or p._ss_ctx is not ctx or not _asked_by_program():
         return None
     text = ctx.read("str", (p,), convert, f"`{how}({p._ss_var.name})`")
     if text is not None:
@@ -198,18 +198,15 @@ def _printed(p: TensorProxy, convert, how: str) -> str | None:
     )
 
 
-def _asked_by_program(is_user_file) -> bool:
+def _asked_by_program() -> bool:
     """Is the innermost frame below torch's and the standard library's the program's
     (a user's file or a library's), not symshape's?"""
     f = sys._getframe(3)  # the caller of __repr__ / __str__ / __format__
     while f is not None:
         name = f.f_code.co_filename
-        if name.startswith(_PACKAGE):
+        if name.startswith(PACKAGE_DIR):
             return False
         if is_user_file(name):
             return True
         f = f.f_back  # torch's (Tensor.__format__) or the standard library's
     return False
-
-
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep

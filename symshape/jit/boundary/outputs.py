@@ -11,7 +11,6 @@ were returned (constants of the trace).
 from __future__ import annotations
 
 import collections.abc
-import functools
 import types
 
 import torch
@@ -343,21 +342,12 @@ def _build(s, it, objects, memo):
 
 
 def _put(obj, name: str, value) -> None:
-    """Set an attribute of an object being rebuilt as unpickling sets it: into its
-    ``__dict__`` (past a read-only property of the same name), or its slot."""
-    if name in _slot_names(type(obj)):
+    """Set an attribute of an object being rebuilt as unpickling sets it: its slot,
+    or into its ``__dict__`` (past a read-only property of the same name)."""
+    if type(getattr(type(obj), name, None)) is types.MemberDescriptorType:
         object.__setattr__(obj, name, value)
     else:
         object.__getattribute__(obj, "__dict__")[name] = value
-
-
-@functools.lru_cache(maxsize=256)
-def _slot_names(cls: type) -> frozenset:
-    out = set()
-    for k in cls.__mro__:
-        slots = k.__dict__.get("__slots__", ())
-        out.update((slots,) if isinstance(slots, str) else slots)
-    return frozenset(out)
 
 
 def _sequence(s, it, objects, memo):

@@ -17,7 +17,6 @@ import copy
 import functools
 import inspect
 import logging
-import os
 import random
 import threading
 import types
@@ -43,7 +42,7 @@ from symshape.jit.guards.state import _instance_dict, compare_by_identity, is_pl
 from symshape.jit.padding.calls import Padding, pad_dims
 from symshape.jit.splits import continuation
 from symshape.sym import DataDependentError
-from symshape.sym.source import is_stdlib_file, is_user_file
+from symshape.sym.source import PACKAGE_DIR, is_stdlib_file, is_user_file
 from symshape.trace.construction import ChangesModules
 from symshape.trace.context import current as _tracing
 from symshape.trace.errors import RunsEagerly, TracingError
@@ -82,16 +81,16 @@ def _raised_by_user_code(e: Exception) -> str | None:
     if not starts or starts[-1] + 1 >= len(codes):
         return None
     inside = [c.co_filename for c in codes[starts[-1] + 1 :]]  # the call, down to the raise
-    if inside[0].startswith(_PACKAGE) or is_stdlib_file(inside[0]):
+    if inside[0].startswith(PACKAGE_DIR) or is_stdlib_file(inside[0]):
         return None  # raised entering symshape's contexts, not in the call
     if is_user_file(inside[-1]):
         callers = [f for f in inside[:-1] if not is_stdlib_file(f)]
-        return None if callers and callers[-1].startswith(_PACKAGE) else "user"
+        return None if callers and callers[-1].startswith(PACKAGE_DIR) else "user"
     if type(e) not in _EAGER_ERRORS or str(e).startswith("symshape bug"):
         return None
     users = [i for i, f in enumerate(inside) if is_user_file(f)]
     # the last of the program's frames called symshape (its torch-call handler)
-    if users and users[-1] + 1 < len(inside) and inside[users[-1] + 1].startswith(_PACKAGE):
+    if users and users[-1] + 1 < len(inside) and inside[users[-1] + 1].startswith(PACKAGE_DIR):
         return "op"
     return None
 
@@ -110,9 +109,6 @@ def _raise_site(e: Exception) -> str:
             where = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}"
         tb = tb.tb_next
     return where
-
-
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 
 
 class JitFunction:
