@@ -11,6 +11,8 @@ every system), each with an attention mask. Five systems:
 - ``symshape.jit(model, pad={...: "pow2"}, backend="inductor")``: every call runs
   at the next power of two, Inductor compiles each bucket once with static
   tensor sizes (the true length is an int input);
+- on CUDA, the same with ``mode="reduce-overhead"``: each bucket's graph captured
+  once as a CUDA graph, the true length read from a device tensor;
 - ``symshape.jit(model, dynamic=True, backend="inductor")``: one symbolic graph;
 - ``torch.compile(model, dynamic=True)`` and ``torch.compile(model,
   dynamic=False)`` (one graph per length; its recompile limit raised to the
@@ -76,7 +78,7 @@ def _counting(counter: list):
     return backend
 
 
-def _systems(model, calls: int):
+def _systems(model, calls: int, device: str):
     import torch._dynamo
 
     torch._dynamo.config.recompile_limit = max(calls, 8) + 8
@@ -87,6 +89,15 @@ def _systems(model, calls: int):
     return {
         "eager": (model, lambda: 0),
         "symshape padded (inductor, static sizes)": _jit(model, pad=pad, dims=dims),
+        **(
+            {
+                "symshape padded (inductor, CUDA graphs)": _jit(
+                    model, pad=pad, dims=dims, mode="reduce-overhead"
+                )
+            }
+            if device == "cuda"
+            else {}
+        ),
         "symshape dynamic (inductor)": _jit(model, dynamic=True),
         "torch.compile(dynamic=True)": (
             torch.compile(model, dynamic=True, backend=_counting(tc_dyn)),
@@ -139,7 +150,7 @@ def main() -> None:
           f"{args.calls} calls at lengths 1..{top}, {args.device}, torch {torch.__version__}")  # fmt: skip
     print(f"{'system':44} {'total s':>9} {'compiles':>8} {'steady ms/call':>15}")
     rows = {}
-    for name, (fn, compiles) in _systems(model, args.calls).items():
+    for name, (fn, compiles) in _systems(model, args.calls, args.device).items():
         if args.only and args.only not in name:
             continue
         with fresh_cache():

@@ -32,15 +32,18 @@ step() {  # step NAME SECONDS COMMAND...: its log in $OUT/NAME.log, its rc in th
 : >"$OUT/steps.txt"
 step env 60 $PY -c "import sys, torch, transformers; print(sys.version.split()[0], 'torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0), 'transformers', transformers.__version__); import symshape; print('symshape imports')"
 WORKERS=$($PY -c "import xdist" 2>/dev/null && echo "-n ${WORKERS:-8}")
-STEPS=${STEPS:-tests gpt2}  # also: decode (benchmarks/bench_decode.py, CUDA graphs)
+STEPS=${STEPS:-tests gpt2}  # also: decode (bench_decode.py), buckets (bench_buckets.py --quick)
 case " $STEPS " in *" tests "*)
     step tests_cuda "${TESTS_SECONDS:-170}" env SYMSHAPE_TEST_DEVICE=cuda $PY -m pytest tests/ops \
-        tests/jit/test_default_device.py tests/jit/test_backends.py tests/jit/test_cudagraphs.py \
+        tests/jit/test_default_device.py tests/jit/test_backends.py tests/jit/test_cudagraphs.py tests/jit/test_padding_graphs.py \
         $WORKERS -q -p no:cacheprovider -o addopts="-m 'not slow'" -rfE --no-header \
         --junitxml="$OUT/tests_cuda.xml" ;;
 esac
 case " $STEPS " in *" gpt2 "*)
     step gpt2 "${BENCH_SECONDS:-250}" $PY benchmarks/bench_device.py --device cuda --budget "${BUDGET:-190}" ;;
+esac
+case " $STEPS " in *" buckets "*)
+    step buckets "${BUCKETS_SECONDS:-300}" $PY benchmarks/bench_buckets.py --device cuda --quick --calls 30 ;;
 esac
 case " $STEPS " in *" decode "*)
     step decode "${DECODE_SECONDS:-300}" $PY benchmarks/bench_decode.py --device cuda --budget "${DECODE_BUDGET:-240}" ;;
@@ -72,9 +75,9 @@ for case in suite.iter("testcase"):
         print(f"- FAILED {case.get('classname')}::{case.get('name')}: {msg}")
 PYEOF
     echo
-    for log in gpt2 decode; do
+    for log in gpt2 decode buckets; do
         [ -f "$OUT/$log.log" ] || continue
-        grep -E '^(GPT-2|greedy|\||[0-9]+ s in all)' "$OUT/$log.log" || tail -n 5 "$OUT/$log.log"
+        grep -E '^(GPT-2|greedy|\||#|symshape|eager|torch|[0-9]+ s in all)' "$OUT/$log.log" || tail -n 5 "$OUT/$log.log"
         echo
     done
 } >"$OUT/report.md"

@@ -127,50 +127,40 @@ class _Entry:
         self.callers = {static_args[i].untyped_storage().data_ptr() for i in static_ptrs}
 
 
-class Graphed:
-    """A trace's run, served by CUDA graphs per call signature (see the module doc)."""
+class OneGraph:
+    """The CUDA graph of one call signature: the first call warms up (runs
+    ``run``), the second captures, later calls replay; a static address that
+    moved captures again. ``failed``: why capture failed (the caller stops
+    asking for graphs); ``written``: argument indices the run writes in place;
+    ``fresh``: arguments made anew for each call (never a static address, even
+    where the allocator hands out the warm-up's memory again)."""
 
-    def __init__(self, trace: Trace, run: Callable, graphs: Graphs):
-        self.trace = trace
-        self.run = run
-        self.graphs = graphs
-        self.entries: dict[tuple, _Entry] = {}
-        self.warm: dict[tuple, list] = {}  # signature -> data_ptrs seen at its warm-up
-        self.reason = _unfit(trace, graphs.capture.device_type)
-        self.written = _written_inputs(trace) if self.reason is None else set()
-        # the arguments a signature reads: the prologue already fixed the dtype, device,
-        # sizes and strides of every tensor whose sizes are all static
-        self.varying = [i for i, v in enumerate(trace.inputs) if not _fixed(v)]
+    def __init__(self, run: Callable, graphs: Graphs, label: str, written=frozenset(),
+                 fresh=frozenset()):  # fmt: skip
+        self.run, self.graphs, self.label, self.written = run, graphs, label, written
+        self.fresh = fresh
+        self.entry: _Entry | None = None
+        self.seen: list | None = None  # data_ptrs of the arguments at the warm-up
+        self.failed: str | None = None
 
-    def __call__(self, *args):
-        if not self.graphs.available:
-            self.graphs.warn_once("unavailable", "mode='reduce-overhead' needs CUDA, which this "
-                                  "machine lacks: the traces run without CUDA graphs")  # fmt: skip
-            return self.run(*args)
-        if self.reason is not None:
-            self.graphs.warn_once(self.reason, f"runs {self.trace.name} without CUDA graphs: "
-                                  f"{self.reason}")  # fmt: skip
-            return self.run(*args)
-        key = _signature(args, self.varying)
-        entry = self.entries.get(key)
+    def captures_next(self, args) -> bool:
+        """Would this call capture a graph (and so count against the bound)?"""
+        return self.entry is None and self.seen is not None
+
+    def __call__(self, args):
+        entry = self.entry
         if entry is not None and _same_addresses(entry, args):
             return self._replay(entry, args)
-        if entry is not None:  # a static address moved: capture again
-            del self.entries[key]
+        if entry is not None:  # a static address moved: warm up and capture again
+            self.entry = None
             self.graphs.count -= 1
-            self.warm[key] = _pointers(args)
+        if entry is not None or self.seen is None:
+            self.seen = _pointers(args)
             return self.run(*args)
-        seen = self.warm.get(key)
-        if seen is None:
-            self.warm[key] = _pointers(args)
+        self.entry = self._capture(args, self.seen)
+        if self.entry is None:
             return self.run(*args)
-        if self.graphs.count >= self.graphs.limit:
-            self._warn_limit(key)
-            return self.run(*args)
-        entry = self._capture(args, seen)
-        if entry is None:
-            return self.run(*args)
-        return self._replay(entry, args)
+        return self._replay(self.entry, args)
 
     def _capture(self, args, seen: list) -> _Entry | None:
         now = _pointers(args)
@@ -178,7 +168,7 @@ class Graphed:
         for i, a in enumerate(args):
             if not isinstance(a, torch.Tensor):
                 static_args.append(a)
-            elif now[i] == seen[i]:
+            elif now[i] == seen[i] and i not in self.fresh:
                 static_args.append(a)
                 ptrs[i] = now[i]
             else:
@@ -190,28 +180,27 @@ class Graphed:
         try:
             replay, out = self.graphs.capture.record(self.run, static_args)
         except Exception as e:  # an op capture refuses (a synchronization, a CPU tensor)
-            self.reason = f"capturing it failed ({type(e).__name__}: {str(e).splitlines()[0]})"
-            self.graphs.warn_once(self.reason, f"runs {self.trace.name} without CUDA graphs: "
-                                  f"{self.reason}")  # fmt: skip
-            return None
+            return self._fail(f"capturing it failed ({type(e).__name__}: {str(e).splitlines()[0]})")
         shared = _shared_outputs(out, static_args, copied)
         if shared is not None:
-            self.reason = shared
-            self.graphs.warn_once(shared, f"runs {self.trace.name} without CUDA graphs: {shared}")
-            return None
+            return self._fail(shared)
         written = [i for i in copied if i in self.written]
         entry = _Entry(replay, out, static_args, copied, written, ptrs)
-        self.entries[_signature(args, self.varying)] = entry
         self.graphs.count += 1
         if self.graphs.owner is not None:
             self.graphs.owner.stats.graphs_captured += 1
         log.info(
             "symshape: %s: captured a CUDA graph of %s at the second call with %s "
             "(%d arguments copied in, %d read in place; graph %d of at most %d)",
-            self.graphs.name, self.trace.name, _describe(args), len(copied),
+            self.graphs.name, self.label, _describe(args), len(copied),
             len(ptrs), self.graphs.count, self.graphs.limit,
         )  # fmt: skip
         return entry
+
+    def _fail(self, reason: str) -> None:
+        self.failed = reason
+        self.graphs.warn_once(reason, f"runs {self.label} without CUDA graphs: {reason}")
+        return None
 
     def _replay(self, entry: _Entry, args):
         for i in entry.copied:
@@ -223,15 +212,60 @@ class Graphed:
             self.graphs.owner.stats.graph_replays += 1
         return _copy_out(entry.out, entry, args)
 
+
+class Graphed:
+    """A trace's run, served by CUDA graphs per call signature (see the module doc)."""
+
+    def __init__(self, trace: Trace, run: Callable, graphs: Graphs):
+        self.trace = trace
+        self.run = run
+        self.graphs = graphs
+        self.entries: dict[tuple, OneGraph] = {}
+        self.reason = _unfit(trace, graphs.capture.device_type)
+        self.written = _written_inputs(trace) if self.reason is None else set()
+        # the arguments a signature reads: the prologue already fixed the dtype, device,
+        # sizes and strides of every tensor whose sizes are all static
+        self.varying = [i for i, v in enumerate(trace.inputs) if not _fixed(v)]
+
+    def __call__(self, *args):
+        if not self.graphs.available:
+            self.graphs.warn_once("unavailable", UNAVAILABLE)
+            return self.run(*args)
+        if self.reason is not None:
+            self.graphs.warn_once(self.reason, f"runs {self.trace.name} without CUDA graphs: "
+                                  f"{self.reason}")  # fmt: skip
+            return self.run(*args)
+        key = _signature(args, self.varying)
+        one = self.entries.get(key)
+        if one is None:
+            one = self.entries[key] = OneGraph(self.run, self.graphs, self.trace.name,
+                                               self.written)  # fmt: skip
+        if one.captures_next(args) and self.graphs.count >= self.graphs.limit:
+            self._warn_limit(key)
+            return self.run(*args)
+        out = one(args)
+        self.reason = one.failed
+        return out
+
     def _warn_limit(self, key: tuple) -> None:
-        changing = _changing(key, list(self.entries), self.trace)
-        self.graphs.warn_once(
-            "limit",
-            f"{self.graphs.limit} CUDA graphs captured (mode='reduce-overhead'); calls with "
-            f"new sizes run without one. {changing}. Fix: pad that size to a few values "
-            "(a static KV cache: cache_implementation='static'), or raise the bound: "
-            "symshape.jit(..., mode='reduce-overhead', graph_limit=N)",
-        )
+        captured = [k for k, one in self.entries.items() if one.entry is not None]
+        changing = _changing(key, captured, self.trace)
+        self.graphs.warn_once("limit", limit_message(self.graphs.limit, changing))
+
+
+UNAVAILABLE = (
+    "mode='reduce-overhead' needs CUDA, which this machine lacks: the traces run "
+    "without CUDA graphs"
+)
+
+
+def limit_message(limit: int, changing: str) -> str:
+    return (
+        f"{limit} CUDA graphs captured (mode='reduce-overhead'); calls with "
+        f"new sizes run without one. {changing}. Fix: pad that size to a few values "
+        "(a static KV cache: cache_implementation='static'; symshape.jit(..., pad=...)), "
+        "or raise the bound: symshape.jit(..., mode='reduce-overhead', graph_limit=N)"
+    )
 
 
 def _unfit(trace: Trace, device_type: str) -> str | None:

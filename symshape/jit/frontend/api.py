@@ -140,12 +140,6 @@ class JitFunction:
         dims = normalize_dims(dims, fn, name)
         pad_spec = Padding.parse(pad, name)
         if pad_spec:
-            if mode == "reduce-overhead" or backend == "cudagraphs":
-                raise ValueError(
-                    f"symshape.jit({name}): pad= with CUDA graphs (one captured graph per "
-                    "bucket) is not built yet. Fix: use pad= with backend='inductor' (one "
-                    "compile per bucket), or mode='reduce-overhead' without pad=."
-                )
             normalize_dims({k: dict.fromkeys(v, DYNAMIC) for k, v in pad_spec.items()}, fn, name)
             dims = pad_dims(dims, pad_spec)
         self._policy = Policy(dynamic=dynamic, dims=dims, name=name)
@@ -156,10 +150,12 @@ class JitFunction:
         self._fullgraph = fullgraph  # a read of tensor data raises instead of splitting
         self._split_limit = split_limit
         self._backend, self._mode, self._graph_limit = backend, mode, graph_limit
-        self._wrap = self._wrapper(backend, mode, graph_limit, name)
+        graphed = cudagraphs.validate_mode(mode, backend)
+        graphs = cudagraphs.Graphs(name, self, graph_limit) if graphed else None
+        self._wrap = self._wrapper(backend, graphs)
         if pad_spec:
             be = compiled.resolve("eager" if backend == "cudagraphs" else backend)
-            self._policy.pad = Padding(pad_spec, name, be, self)
+            self._policy.pad = Padding(pad_spec, name, be, self, graphs)
         self._split_warned: set = set()
         self._warned = False
         self._untraceable_warned = False
@@ -170,12 +166,10 @@ class JitFunction:
         self.__doc__ = getattr(fn, "__doc__", None)
         self.__wrapped__ = fn
 
-    def _wrapper(self, backend, mode, graph_limit: int, name: str):
+    def _wrapper(self, backend, graphs):
         """What each compiled trace is wrapped in (None: nothing): its back end's
         compile (backends/compiled.py), then CUDA graphs of the forward (cudagraphs.py)."""
-        graphed = cudagraphs.validate_mode(mode, backend)
         be = compiled.resolve("eager" if backend == "cudagraphs" else backend)
-        graphs = cudagraphs.Graphs(name, self, graph_limit) if graphed else None
         if be is None and graphs is None:
             return None
 

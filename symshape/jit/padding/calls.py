@@ -26,8 +26,9 @@ log = logging.getLogger("symshape")
 class Padding:
     """A jit function's ``pad=``: ``{label: {dim: Buckets}}``, its back end."""
 
-    def __init__(self, spec: dict, name: str, backend=None, owner=None):
+    def __init__(self, spec: dict, name: str, backend=None, owner=None, graphs=None):
         self.spec, self.name, self.backend, self.owner = spec, name, backend, owner
+        self.graphs = graphs  # cudagraphs.Graphs (mode="reduce-overhead"): a graph per bucket
 
     @staticmethod
     def parse(pad, name: str) -> dict:
@@ -92,8 +93,12 @@ class PaddedCall:
 
     def __init__(self, prun: PaddedRun, run, padding: Padding):
         self.prun, self.run, self.padding = prun, run, padding
-        be = padding.backend
-        self.compiled = PaddedCompiled(prun, be, padding.name, padding.owner) if be else None
+        be, graphs = padding.backend, padding.graphs
+        if graphs is not None and be is None:  # the bucket's graph itself, captured
+            be = _as_is
+        self.compiled = (
+            PaddedCompiled(prun, be, padding.name, padding.owner, graphs) if be else None
+        )
 
     def __call__(self, *args):
         b = self.prun.bindings(args)
@@ -104,6 +109,10 @@ class PaddedCall:
         if self.compiled is not None:
             return self.compiled(*args)
         return self.prun.run(args, *b)
+
+
+def _as_is(gm, example_inputs):
+    return gm
 
 
 def _count(padding: Padding) -> None:

@@ -9,6 +9,10 @@ the bucket. The back end gets that graph with static tensor sizes (what
 int inputs. Whatever it assumed about them (PyTorch's guards, e.g. a negative
 index that was resolved against the true size) is checked on every call; a
 call that fails the check compiles again for its own values.
+
+With ``graphs`` (``mode="reduce-overhead"``), each bucket's graph takes the
+true sizes as a device tensor and is captured as one CUDA graph
+(``graphed.py``).
 """
 
 from __future__ import annotations
@@ -30,9 +34,12 @@ log = logging.getLogger("symshape")
 class PaddedCompiled:
     """``run`` (a ``PaddedRun``) compiled by ``backend`` once per bucket."""
 
-    def __init__(self, run: PaddedRun, backend: Callable, name: str, owner=None):
+    def __init__(self, run: PaddedRun, backend: Callable, name: str, owner=None, graphs=None):
         self.run, self.backend, self.name, self.owner = run, backend, name, owner
         self.artifacts: dict = {}  # key (physical sizes) -> [(check, fn)]
+        self.graphs = graphs  # cudagraphs.Graphs: a CUDA graph per bucket, or None
+        if graphs is not None:
+            self.unfit = _unfit_for_graphs(run.trace, graphs.capture.device_type)
 
     def __call__(self, *args, known: dict | None = None):
         """The outputs for ``args`` (``known``: true sizes a forward handed its
@@ -55,6 +62,22 @@ class PaddedCompiled:
         check, fn = self._compile(args, tensors, phys, true, syms)
         self.artifacts.setdefault(key, []).append((check, fn))
         return self._call(fn, tensors, phys, true, values)
+
+    def _graphed(self) -> bool:
+        """Are this call's buckets CUDA graphs? (Says once why not, where asked.)"""
+        from symshape.jit.backends.cudagraphs import UNAVAILABLE
+
+        g = self.graphs
+        if g is None:
+            return False
+        if not g.available:
+            g.warn_once("unavailable", UNAVAILABLE)
+            return False
+        if self.unfit is not None:
+            g.warn_once(self.unfit, f"runs {self.run.trace.name} padded without CUDA graphs: "
+                        f"{self.unfit}")  # fmt: skip
+            return False
+        return True
 
     def _tensors(self, args, phys, true) -> list:
         """The tensor arguments at their physical sizes (None where one is None)."""
@@ -136,7 +159,11 @@ class PaddedCompiled:
             gm = make_fx(body, tracing_mode="real", decomposition_table=_decompositions())(
                 *fakes, *(symints[s][0] for s in syms)
             )
-        fn = self.backend(gm, [*fakes, *(symints[s][0] for s in syms)])
+        example = [*fakes, *(symints[s][0] for s in syms)]
+        if self._graphed():
+            fn = self._bucket_graph(gm, example, tensors, phys, mode)
+        else:
+            fn = self.backend(gm, example)
         check = _check(env, [symints[s][1] for s in syms])
         log.debug("symshape: %s: padded graph guards %s", self.name, [g.expr for g in env.guards])
         seconds = time.perf_counter() - t0
@@ -145,6 +172,72 @@ class PaddedCompiled:
             self.owner.stats.backend_seconds += seconds
         log.info("symshape: %s: compiled the bucket %s in %.1f s", self.name, phys, seconds)
         return check, fn
+
+    def _bucket_graph(self, gm, example: list, tensors: list, phys: dict, mode):
+        """The bucket's graph with its true sizes as a device tensor, compiled and
+        served by a CUDA graph; without a graph where a size cannot be data."""
+        from symshape.jit.backends.cudagraphs import OneGraph
+        from symshape.jit.padding.graphed import sizes_as_tensor
+
+        n_tensors = sum(t is not None for t in tensors)
+        fakes, n_sizes = example[:n_tensors], len(example) - n_tensors
+        why, size_outputs = sizes_as_tensor(gm, n_sizes)
+        label = f"{self.run.trace.name} at the bucket " + ", ".join(
+            f"{s.name}={v}" for s, v in sorted(phys.items(), key=lambda p: p[0].name)
+        )
+        if why is not None:
+            self.graphs.warn_once(why, f"runs {label} without a CUDA graph: {why}")
+            return self.backend(gm, example)
+        device = next(f.device for f in fakes)
+        with mode:
+            sizes = [torch.empty(n_sizes, dtype=torch.int64, device=device)] if n_sizes else []
+        # the padded inputs (padded anew by each call) and the sizes are copied in
+        inputs = self.run.trace.inputs
+        kinds = [i for i, v in enumerate(inputs) if isinstance(v.meta, TensorMeta)]
+        present = [i for i, t in zip(kinds, tensors) if t is not None]
+        fresh = {k for k, i in enumerate(present) if i in self.run.padded_inputs}
+        fresh |= {len(fakes)} if n_sizes else set()
+        compiled = self.backend(gm, [*fakes, *sizes])
+        graph = OneGraph(compiled, self.graphs, label, fresh=frozenset(fresh))
+        return _Bucket(graph, device, size_outputs, n_sizes)
+
+
+class _Bucket:
+    """A bucket's CUDA graph, called as the compiled graph is: ``(*tensors, *sizes)``."""
+
+    def __init__(self, graph, device, size_outputs: list, n_sizes: int):
+        self.graph, self.device, self.n = graph, device, n_sizes
+        self.size_outputs = size_outputs  # outputs computed from the sizes: back to ints
+
+    def __call__(self, *args):
+        from symshape.jit.backends.cudagraphs import limit_message
+
+        tensors, values = list(args[: len(args) - self.n]), args[len(args) - self.n :]
+        if values:
+            tensors.append(torch.tensor(values, dtype=torch.int64, device=self.device))
+        g = self.graph
+        if g.failed is None and g.captures_next(tensors) and g.graphs.count >= g.graphs.limit:
+            g.graphs.warn_once("limit", limit_message(g.graphs.limit, "The bucket sizes vary"))
+            outs = g.run(*tensors)
+        else:
+            outs = g(tensors) if g.failed is None else g.run(*tensors)
+        if not self.size_outputs:
+            return outs
+        outs = list(outs)
+        for i in self.size_outputs:
+            outs[i] = int(outs[i])
+        return tuple(outs)
+
+
+def _unfit_for_graphs(trace, device_type: str) -> str | None:
+    """Why ``trace`` padded cannot be CUDA graphs: a tensor off the device, or
+    an input the trace writes in place (None: it can)."""
+    from symshape.jit.backends.cudagraphs import _unfit, _written_inputs
+
+    why = _unfit(trace, device_type)
+    if why is None and _written_inputs(trace):
+        why = "the trace writes an input in place"
+    return why
 
 
 def _int_arg(v, x, true):
