@@ -171,6 +171,9 @@ class Builder(ObjectInputs):
         default_factory=list
     )  # tied parameters: (module, src, other, proxy, label)
     module_locals: dict = field(default_factory=dict)  # id(module) -> (local, lines, label)
+    # a module reached again by another path (`self.relu` and `self.seq[0]`): (source
+    # by that path, the local of its first fetch, label), checked to be the same object
+    module_aliases: list = field(default_factory=list)
     module_of: dict = field(default_factory=dict)  # id(module) -> module
     tensor_local: dict = field(default_factory=dict)  # id(tensor) -> local name
     proxy_of: dict = field(default_factory=dict)  # id(tensor) -> its proxy
@@ -195,7 +198,7 @@ class Builder(ObjectInputs):
         only the cyclic collector frees, and eager frees the inputs at once."""
         for held in (
             self.values, self.objects, self.roots, self.root_srcs, self.module_of,
-            self.tracked, self.swaps, self.slots, self.aliases, self.attr_proxies,
+            self.tracked, self.swaps, self.slots, self.aliases, self.attr_proxies, self.module_aliases,
             self.proxy_of, self.tensor_local, self.tensors, self.leaves, self.tensor_inputs,
             self.tensor_args,
         ):  # fmt: skip
@@ -672,6 +675,9 @@ class Builder(ObjectInputs):
         """Walk a module: parameters and buffers become (deferred) inputs."""
         path = src if path is None else path
         self.module_paths.setdefault(id(mod), path)
+        if id(mod) in self.module_locals:  # walked already: the same object by this path
+            self.module_aliases.append((src, self.module_locals[id(mod)][0], label))
+            return mod
         loc = self.ctx.reserve(f"_m{len(self.module_locals)}")
         mlines = [f"{loc} = {src}"]
         # while another thread traces it, a module's class is the watching subclass
@@ -807,6 +813,13 @@ class Builder(ObjectInputs):
                 into=mlines,
             )
             self.lines.extend(mlines)
+        for src, first, label in self.module_aliases:  # every module fetched by now
+            self.fail(
+                f"not _fast and {src} is not {first}",
+                f"{label} is the same module as {first} (one module reached by two paths)",
+                None,
+                kind="state",
+            )
 
     def _emit_used_fetches(self, used: set) -> None:
         """The fetches of the module tensors the computation uses, and the checks
