@@ -100,6 +100,30 @@ def test_a_parameter_made_inside_is_a_parameter():
           lambda n: (torch.randn(n),))  # fmt: skip
 
 
+class MadeOnFirstCall(nn.Module):  # dynamo's test_lazy_module_no_cls_to_become
+    def forward(self, x):
+        if not hasattr(self, "w"):
+            self.w = nn.Parameter(torch.ones(x.shape[-1]))
+        return x.sin() * self.w + self.w
+
+
+def test_outputs_reach_a_parameter_the_call_made_in_the_backward():
+    for n in (3, 5):
+        eager, mine = MadeOnFirstCall(), MadeOnFirstCall()
+        jm = symshape.jit(mine, dynamic=True)
+        for k in (n, n, n):  # the parameter is sized by the first call
+            x = torch.randn(4, k)
+            want, got = eager(x), jm(x)
+            torch.testing.assert_close(got, want)
+            assert type(mine.w) is nn.Parameter
+            (gw,) = torch.autograd.grad(want.sum(), [eager.w])
+            (gm,) = torch.autograd.grad(got.sum(), [mine.w])
+            torch.testing.assert_close(gm, gw)
+            with torch.no_grad():  # the next call reads the changed parameter
+                eager.w.mul_(1.5)
+                mine.w.mul_(1.5)
+
+
 @pytest.mark.parametrize("grad", [False, True])
 def test_an_input_returned_is_the_callers_object(grad):
     jf = symshape.jit(lambda w, y: (w, w * y, y), dynamic=True)

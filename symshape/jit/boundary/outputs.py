@@ -288,6 +288,20 @@ def unflatten(leaves, spec, objects=()):
     return _build(spec, iter(leaves), objects, {})
 
 
+def _parameter(v):
+    """``nn.Parameter(t)`` made by the trace: a parameter passed in comes back as
+    itself; a leaf the computation made (``detach().requires_grad_()``, what
+    ``nn.Parameter`` does with a tensor it cannot subclass) becomes the Parameter,
+    the same object, so the outputs computed from it reach it in the backward
+    (``self.w = nn.Parameter(...)`` in a lazy module's first forward)."""
+    if isinstance(v, torch.nn.Parameter):
+        return v
+    if type(v) is torch.Tensor and v.grad_fn is None:
+        v.__class__ = torch.nn.Parameter
+        return v
+    return torch.nn.Parameter(v, v.requires_grad)
+
+
 def _build(s, it, objects, memo):
     # a module-level function, not a recursive closure: a closure that calls itself
     # is a reference cycle, and its cell holding ``it`` would keep this call's
@@ -301,8 +315,7 @@ def _build(s, it, objects, memo):
         v = memo[s[1]] = _build(s[2], it, objects, memo)
         return v
     if kind == "param":
-        v = next(it)  # a parameter passed in comes back as itself
-        return v if isinstance(v, torch.nn.Parameter) else torch.nn.Parameter(v, v.requires_grad)
+        return _parameter(next(it))
     if kind == "ref":
         return objects[s[1]]
     if kind == "closure":
