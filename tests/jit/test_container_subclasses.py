@@ -83,3 +83,50 @@ def test_a_global_mapping_whose_getitem_makes_objects():
         torch.testing.assert_close(jf(x, "relu"), torch.sigmoid(x))
     finally:
         ACTS["relu"] = before[0][1]
+
+
+class Processors(list):  # transformers' LogitsProcessorList: called, iterating over itself
+    def __call__(self, x):
+        for p in self:
+            x = p(x)
+        return x
+
+
+def _merge(x, default, extra):  # dynamo's test_merge_criteria_processor_list
+    if len(extra):
+        default.extend(extra)
+    return default(x) + len(default)
+
+
+def test_a_list_subclass_argument_is_guarded_by_its_items():
+    jf = symshape.jit(_merge, dynamic=True)
+    for n, (left, right) in [
+        (3, ([torch.nn.ReLU()], [])),
+        (5, ([torch.nn.ReLU(), torch.nn.Sigmoid()], [])),  # longer: traced again
+        (4, ([torch.nn.Tanh()], [torch.nn.SiLU()])),  # extended inside
+        (6, ([torch.nn.ReLU()], [])),
+    ]:
+        x = torch.randn(n)
+        mine, theirs = Processors(left), Processors(list(left))
+        got, want = jf(x, mine, Processors(right)), _merge(x, theirs, Processors(right))
+        torch.testing.assert_close(got, want)
+        assert len(mine) == len(theirs) and all(a is b for a, b in zip(mine, theirs))
+
+
+class Tensors(list):
+    pass
+
+
+def test_tensors_in_a_list_subclass_are_inputs_read_per_call():
+    def f(x, ts):
+        ts.append(x * 2)
+        return x + sum(ts[:-1]) + len(ts)
+
+    jf = symshape.jit(f, dynamic=True)
+    for n in (3, 3, 5, 2):
+        mine = Tensors([torch.randn(n), torch.randn(n)])
+        theirs = Tensors(list(mine))
+        torch.testing.assert_close(jf(torch.ones(n), mine), f(torch.ones(n), theirs))
+        assert len(mine) == 3
+        torch.testing.assert_close(mine[2], theirs[2])
+    assert jf.stats.compiles == 1, jf.stats.recompile_reasons

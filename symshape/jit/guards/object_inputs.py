@@ -49,6 +49,8 @@ class ObjectInputs:
             names = [k for k in d if isinstance(k, str) and k.isidentifier()]
             names += [n for n in _slots(t) if hasattr(obj, n)]
             items = [(k, d[k] if k in d else getattr(obj, k), f".{k}") for k in names]
+            if isinstance(obj, list):  # a list subclass: its items too (ints: no clash)
+                items += [(i, v, f"[{i}]") for i, v in enumerate(list.__iter__(obj))]
         new = {}
         for k, v, suffix in items:
             where = (f"{src}{suffix}", f"{label}{suffix}", f"{path}{suffix}")
@@ -66,7 +68,11 @@ class ObjectInputs:
         if t is tuple:
             return tuple(new.values()) if any(new[i] is not v for i, v in enumerate(obj)) else obj
         self.tracked.setdefault(id(obj), (obj, path))
-        self._swap(obj, "attr" if t not in (list, dict) else "item", new)
+        if t in (list, dict):
+            self._swap(obj, "item", new)
+        else:
+            self._swap(obj, "attr", {k: v for k, v in new.items() if type(k) is str})
+            self._swap(obj, "item", {k: v for k, v in new.items() if type(k) is int})
         return obj
 
     def _partial(self, value, src: str, label: str, out: list, path: str):
@@ -163,5 +169,6 @@ def holds_tensors(v, depth: int = 0, seen=None) -> bool:
     if is_plain_object(v):
         d = _instance_dict(v) or {}
         vals = list(d.values()) + [getattr(v, n, None) for n in _slots(t)]
+        vals += list(v) if isinstance(v, list) else []  # a list subclass's items
         return any(holds_tensors(x, depth + 1, seen) for x in vals)
     return False

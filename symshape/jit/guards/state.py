@@ -144,6 +144,7 @@ class Obj:
     type: type
     attrs: dict
     classes: tuple = ()  # ClassGuard of each class in its MRO that user code defined
+    items: Seq | None = None  # a list or tuple subclass's items (as a plain list/tuple)
 
 
 def _same_scalar(a, b) -> bool:
@@ -237,8 +238,12 @@ def snapshot(v, budget: _Budget | None = None, holes=frozenset()):
         for n in _slots(t):
             x = getattr(v, n, _MISSING)
             attrs[n] = Ident(_MISSING) if x is _MISSING else _child(v, n, x, b)
+        items = None
+        if isinstance(v, (list, tuple)):  # a subclass: its items as well as its attributes
+            kind = list if isinstance(v, list) else tuple
+            items = Seq(kind, [_child(v, i, x, b) for i, x in enumerate(kind(v))])
         b.seen.discard(id(v))
-        return Obj(t, attrs, class_guards(t))
+        return Obj(t, attrs, class_guards(t), items)
     return Ident(v)
 
 
@@ -308,6 +313,8 @@ def diff(s, v, label: str) -> str | None:
         r = c.why()
         if r is not None:
             return r
+    if s.items is not None:
+        return diff(s.items, s.items.type(v), label)
     return None
 
 
@@ -318,7 +325,7 @@ def flat(s, v, dicts: list, lists: list) -> None:
     t = type(s)
     if t is Obj:
         d = _instance_dict(v)
-        if d is None:  # __slots__ only: compared on every call
+        if d is None or s.items is not None:  # slots only, or items: compared every call
             lists.append((s, v))
         else:
             dicts.append(d)
@@ -396,6 +403,8 @@ def refresh(s, v) -> None:
         d = getattr(v, "__dict__", None)
         for c in s.classes:
             c.refresh()
+        if s.items is not None:
+            refresh(s.items, s.items.type(v))
         for k, a in s.attrs.items():
             if d is not None and k in d:
                 refresh(a, d[k])
