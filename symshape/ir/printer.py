@@ -8,6 +8,7 @@ statements that call ``_assert_failed`` with the values seen.
 
 from __future__ import annotations
 
+import keyword
 import math
 
 import torch
@@ -20,6 +21,14 @@ from symshape.sym import expr as E
 RESERVED = frozenset(
     {"torch", "max", "min", "slice", "float", "int", "bool", "len", "range", "symshape", "math"}
 )
+
+
+def _keyword(name: str, value: str) -> str:
+    """``name=value``, or ``**{'from': value}`` for a name Python reserves
+    (``Tensor.random_(from=...)``: torch's keyword, not Python's)."""
+    if keyword.iskeyword(name) or not name.isidentifier():
+        return f"**{{{name!r}: {value}}}"
+    return f"{name}={value}"
 
 
 def fmt(x) -> str:
@@ -87,7 +96,7 @@ def node_lines(n: Node, after: str = "") -> list[str]:
         return lines + [after[2:]] if after else lines
     if n.op is CONST:
         return [f"{n.outputs[0].name} = {fmt(n.args[0])}{after}{note}"]
-    args = [fmt(a) for a in n.args] + [f"{k}={fmt(v)}" for k, v in n.kwargs]
+    args = [fmt(a) for a in n.args] + [_keyword(k, fmt(v)) for k, v in n.kwargs]
     call = f"{alias(n.op)}({', '.join(args)})"
     if not n.outputs:
         return [call + after + note]

@@ -180,7 +180,7 @@ class JitFunction:
 
         return wrap
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, /, *args, **kwargs):
         if self._bound is not JitFunction._UNBOUND:
             args = (self._bound, *args)
         if _tracing() is not None:  # called from code being traced: inline it into that trace
@@ -605,7 +605,7 @@ class JitModule(nn.Module):
     def forward(self, *args, **kwargs):
         return self._jit(*args, **kwargs)
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, /, *args, **kwargs):
         if _tracing() is not None:  # called from code being traced: the module's own call
             return self._orig_mod(*args, **kwargs)
         d = self.__dict__  # hooks on the wrapper itself, which torch.compile's wrapper runs
