@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections.abc
 import types
+import weakref
 
 import torch
 import torch.utils._pytree as pytree
@@ -145,6 +146,8 @@ def _structure(x, t: type, walk, rebuilt) -> tuple:
         return ("pytree", t, context, [walk(c) for c in children])
     if t is object and rebuilt(x):  # a sentinel the call made: a new one each call
         return ("call", object, [])
+    if t is weakref.ref and isinstance(x(), _TRACED):  # `weakref.ref(t)` of a traced value:
+        return ("call", weakref.ref, [walk(x())])  # a reference to this call's value
     if not (_rebuildable(x) and rebuilt(x)) and not holds_traced(x):
         return ("const", x)
     # walked in the order _build makes them: items, then attributes

@@ -10,6 +10,7 @@ writes are replayed (writes.py). ``_pytree`` flattens torch.utils._pytree nodes
 from __future__ import annotations
 
 import functools
+import weakref
 
 import torch
 from torch import nn
@@ -102,6 +103,22 @@ class ObjectInputs:
             for k, v in value.keywords.items()
         }
         return functools.partial(func, *args, **kwargs)
+
+    def _weakref(self, value, src: str, label: str, out: list, path: str):
+        """A ``weakref.ref``: what it refers to now is walked as an argument would
+        be (a tensor is an input, ``None`` once it died); the traced code gets a
+        reference to what stands for it, so ``wr() is weight`` holds as in eager."""
+        loc = self.local(f"_{label}")
+        out.append(f"{loc} = {src}")
+        self.fail(
+            f"type({loc}) is not {self.const(weakref.ref, '_T')}",
+            f"{label} is a weakref.ref",
+            f"type({loc}).__name__",
+            into=out,
+        )
+        target = value()
+        seen = self.walk(target, f"{loc}()", f"{label}()", out, path=f"{path}()")
+        return value if seen is target else weakref.ref(seen)
 
     def _pytree(self, value, node, src: str, label: str, out, path: str):
         """A torch.utils._pytree node (transformers' ModelOutput): guarded by
