@@ -766,6 +766,8 @@ def _any_requires_grad(args, kwargs) -> bool:
     for x in (*args, *(kwargs or {}).values()):
         if type(x) is TensorProxy and x._ss_meta.requires_grad:
             return True
+        if type(x) is torch.Tensor and x.requires_grad:  # one the code closed over
+            return True
         if type(x) in (tuple, list) and _any_requires_grad(x, None):
             return True
     return False

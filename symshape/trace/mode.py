@@ -578,10 +578,11 @@ def _custom_function(apply, patches: Patches) -> Callable:
         mode = patches.current()
         if mode is not None and torch.is_grad_enabled():
             ctx = mode.ctx
-            needs = [
+            needs = [  # a tensor the code closed over needs one as much as a traced one
                 a
                 for a in (*args, *kwargs.values())
-                if isinstance(a, TensorProxy) and ctx.meta(a).requires_grad
+                if (isinstance(a, TensorProxy) and ctx.meta(a).requires_grad)
+                or (type(a) is torch.Tensor and a.requires_grad)
             ]  # fmt: skip
             if needs:  # its backward is eager's: the Function runs eagerly, at a split
                 why = "symshape cannot trace a custom backward"

@@ -117,6 +117,41 @@ def test_custom_autograd_function_needing_a_gradient_runs_eagerly_with_its_backw
         symshape.jit(fn, fullgraph=True)(torch.randn(3, requires_grad=True))
 
 
+_LEAF = torch.randn(4, requires_grad=True)
+
+
+def test_custom_autograd_function_on_a_captured_tensor_needing_a_gradient():
+    """dynamo's test_stk_sdd_is_transposed: the Function's input needing a gradient
+    is a tensor the code closed over, not a traced one: it runs eagerly too."""
+    fn = lambda x: (_Straight.apply(_LEAF * 1.5) * x).sum()  # noqa: E731
+    f = symshape.jit(fn, dynamic=True)
+    for n in (4, 4, 1):
+        x = torch.randn(n)
+        _LEAF.grad = None
+        f(x).backward()
+        got = _LEAF.grad
+        _LEAF.grad = None
+        fn(x).backward()
+        torch.testing.assert_close(got, _LEAF.grad)
+    with pytest.raises(symshape.TracingError, match="_Straight"):
+        symshape.jit(fn, fullgraph=True)(torch.randn(4))
+
+
+def test_results_of_a_captured_tensor_needing_a_gradient_need_one():
+    """``(_LEAF * 2).requires_grad`` is eager's True, not the constant's False."""
+
+    def fn(x):
+        y = _LEAF[: x.shape[0]] * 2
+        return (x + y if y.requires_grad else x - y), y.requires_grad
+
+    f = symshape.jit(fn, dynamic=True)
+    for n in (2, 3, 4):
+        x = torch.randn(n)
+        got, want = f(x), fn(x)
+        torch.testing.assert_close(got[0], want[0])
+        assert got[1] is want[1] is True
+
+
 def test_a_module_with_backward_hooks_runs_its_hooks_on_every_backward():
     """dynamo's test_backward_hooks: full backward hooks wrap the module's call in
     PyTorch's own autograd.Function; that call runs eagerly at a split."""
