@@ -24,7 +24,7 @@ from __future__ import annotations
 import torch
 
 from symshape.ops._helpers import broadcast_shapes, norm_dim, numel, require
-from symshape.ops.inplace import needs_grad, update
+from symshape.ops.inplace import gains_grad, needs_grad, update
 from symshape.ops.registry import OpDef, define, register, tensor_method
 from symshape.ops.views import (
     check_index,
@@ -336,6 +336,7 @@ def setitem(ctx, op, input, index, value):
         ctx.rebind(input, new)
         return
     ctx.emit(op, (input, index, value), {}, None, effect=True)
+    gains_grad(ctx, input, (input, value), {})
 
 
 def setitem_copy(input, index, value):

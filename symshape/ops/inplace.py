@@ -85,7 +85,19 @@ def update(ctx, op, args: tuple, kwargs: dict | None = None):
             value = _traced(ctx, torch.Tensor.to, value, dtype)
         return ctx.rebind(input, value)
     ctx.emit(op, args, kwargs, effect=True)
+    gains_grad(ctx, input, args, kwargs)
     return input
+
+
+def gains_grad(ctx, input, args, kwargs) -> None:
+    """An update run in place that writes a value needing a gradient into a tensor
+    that needed none (``x[0] = y[0]``): from here on ``input`` needs one, as in
+    eager (its ``requires_grad``, and what a custom Function applied to it sees)."""
+    m = ctx.meta(input)
+    if m.requires_grad or not (m.dtype.is_floating_point or m.dtype.is_complex):
+        return
+    if needs_grad(ctx, args, kwargs):
+        input._ss_meta = m.like(requires_grad=True)
 
 
 def needs_grad(ctx, args, kwargs) -> bool:

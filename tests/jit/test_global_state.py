@@ -152,6 +152,36 @@ def test_results_of_a_captured_tensor_needing_a_gradient_need_one():
         assert got[1] is want[1] is True
 
 
+class _Gram(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x @ x.t()
+
+    @staticmethod
+    def backward(ctx, g):  # not x's gradient: a custom one, kept by eager
+        return g.sum(1, keepdim=True).expand(-1, g.shape[0])[:, :1].expand_as(g)
+
+
+def test_a_tensor_written_with_a_value_needing_a_gradient_needs_one():
+    """dynamo's test_setitem_tensor_prop: after ``x[0] = y[0]`` x requires grad (as
+    eager's does), so a custom Function applied to x runs with its own backward."""
+
+    def fn(x, y):
+        x[0] = y[0]
+        return _Gram.apply(x), x.requires_grad
+
+    f = symshape.jit(fn, dynamic=True)
+    for n in (3, 3, 5):
+        y1 = torch.randn(n, n, requires_grad=True)
+        y2 = y1.detach().clone().requires_grad_()
+        x = torch.randn(n, n)
+        got, want = f(x.clone(), y1), fn(x.clone(), y2)
+        assert got[1] is want[1] is True
+        got[0].sum().backward()
+        want[0].sum().backward()
+        torch.testing.assert_close(y1.grad, y2.grad)
+
+
 def test_a_module_with_backward_hooks_runs_its_hooks_on_every_backward():
     """dynamo's test_backward_hooks: full backward hooks wrap the module's call in
     PyTorch's own autograd.Function; that call runs eagerly at a split."""

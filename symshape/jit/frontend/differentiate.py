@@ -233,7 +233,8 @@ def _in_place_needing_grad(ctx, n, v) -> None:
     """An in-place update of a value the backward differentiates: the call runs
     eagerly (warned), as eager's autograd supports it; refused with fullgraph."""
     where = n.where.describe() if hasattr(n.where, "describe") else n.where
-    what = f"`{n.op.name}` changes {v.name} in place in a computation that needs gradients"
+    target = next(iter(n.inputs()), v)  # what it writes (``v`` may be the value written: x[i] = v)
+    what = f"`{n.op.name}` changes {target.name} in place in a computation that needs gradients"
     fix = (
         "write it out of place (y = x + 1 instead of x += 1; torch.where or index_put "
         "instead of x[idx] = v), or run this part under torch.no_grad()"
