@@ -554,3 +554,21 @@ def test_hooks_registered_on_the_jit_wrapper_run_around_each_call():
 
     jm.register_forward_hook(with_kwargs, with_kwargs=True, always_call=True)
     assert torch.allclose(jm(x), m(x) * 2) and seen[-1] == "kw"
+
+
+def test_the_wrapper_has_the_originals_container_protocol():
+    """dynamo's test_compiled_module_truthiness: an empty ModuleList's wrapper is
+    falsy; len, iteration, indexing and ``in`` are the original's, and a module
+    without them raises what eager raises."""
+    layers = nn.ModuleList([nn.Linear(2, 2), nn.ReLU()])
+    jl = symshape.jit(layers)
+    assert bool(jl) and len(jl) == 2 and jl[1] is layers[1] and list(jl) == list(layers)
+    assert not symshape.jit(nn.ModuleList())
+    jd = symshape.jit(nn.ModuleDict({"a": nn.ReLU()}))
+    assert "a" in jd and "b" not in jd and list(jd) == ["a"]
+    jm = symshape.jit(nn.Linear(2, 2))
+    assert bool(jm)
+    with pytest.raises(TypeError, match="len"):
+        len(jm)
+    with pytest.raises(TypeError, match="not iterable"):
+        iter(jm)
