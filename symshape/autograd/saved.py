@@ -39,8 +39,8 @@ def no_saved_tensor_mutated(trace: Trace, saved: list) -> None:
         outs = [v for v in n.outputs if isinstance(v.meta, TensorMeta)]
         if has_effect(n):  # an in-place op returns (views of) what it changes
             ins = list(mutated(n))
-        elif "allocates" in getattr(n.op, "tags", ()):
-            continue
+        elif "allocates" in getattr(n.op, "tags", ()) or n.op.name == "data":
+            continue  # new memory, or `x.data`: an update through it is not one of x's
         else:  # a view of any of its tensor arguments, for all we know
             ins = list(n.inputs())
         ins = [v for v in ins if isinstance(v.meta, TensorMeta)]

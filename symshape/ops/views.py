@@ -666,8 +666,14 @@ def detach(ctx, op, input):
     return ctx.emit(op, (input,), {}, ctx.out_meta(m.shape, m.dtype, m.device, m.strides))
 
 
+def data_of(t: torch.Tensor) -> torch.Tensor:
+    """``t.data``: ``t``'s memory, no grad, and a version counter of its own (an
+    update through it is one eager's autograd does not see; ``detach()`` shares)."""
+    return t.data
+
+
 # x.data reads like x.detach(); neither result requires grad
-_data = OpDef("data", "torch.Tensor.detach", torch.Tensor.detach, detach.rule)
+_data = OpDef("data", "symshape.ops.views.data_of", data_of, detach.rule)
 detach.differentiable = _data.differentiable = False
 define(_data, [attribute("data")])
 

@@ -200,3 +200,34 @@ def test_a_second_backward_inside_through_a_detached_value():
         got, want = jf(a, b), _two_backwards(a2, b2)
         torch.testing.assert_close(got, want)
         torch.testing.assert_close((a.grad, b.grad), (a2.grad, b2.grad))
+
+
+def test_an_update_through_data_after_a_save_is_eagers():
+    """``x.data.mul_(2)`` after ``x.sin()`` saved x (dynamo's
+    test_data_attr_mutation_after_saved_for_bw): ``.data`` has a version counter
+    of its own, so eager's backward runs and reads the changed x; through
+    ``detach()`` (which shares x's) eager raises, and symshape refuses."""
+
+    def f(x):
+        out = x.sin()
+        x.data.mul_(2)
+        return out
+
+    jf = symshape.jit(f, dynamic=True)
+    for n in (3, 3, 5):
+        x1 = torch.rand(n, requires_grad=True)
+        x2 = x1.detach().clone().requires_grad_()
+        jf(x1).sum().backward()
+        f(x2).sum().backward()
+        torch.testing.assert_close(x1.grad, x2.grad)
+        torch.testing.assert_close(x1.detach(), x2.detach())
+
+    def g(x):
+        out = x.sin()
+        x.detach().mul_(2)
+        return out
+
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        g(torch.rand(3, requires_grad=True)).sum().backward()
+    with pytest.raises(symshape.TracingError, match="modified by an inplace operation"):
+        symshape.jit(g, fullgraph=True)(torch.rand(3, requires_grad=True))
