@@ -25,6 +25,7 @@ from symshape.ops.registry import register, tensor_method
 from symshape.ops.views import decide, show
 from symshape.sym import expr as E
 from symshape.sym import logic as L
+from symshape.trace.proxy import contiguous_strides
 
 _REAL = {torch.complex64: torch.float32, torch.complex128: torch.float64}
 _COMPLEX = {torch.float32: torch.complex64, torch.float64: torch.complex128}
@@ -36,6 +37,18 @@ def real_of(dtype: torch.dtype) -> torch.dtype:
 
 def _meta(ctx, shape, dtype, like):
     return ctx.out_meta(tuple(shape), dtype, ctx.meta(like).device)
+
+
+def _lapack(ctx, shape, dtype, like):
+    """A matrix a LAPACK-style kernel returns: batches of column-major matrices,
+    as eager lays them out (``inv(A).stride()`` is ``(1, n)``); checked against
+    eager op by op in tests/ops/test_linalg_layouts.py."""
+    shape = tuple(shape)
+    if len(shape) < 2:
+        return _meta(ctx, shape, dtype, like)
+    t = contiguous_strides((*shape[:-2], shape[-1], shape[-2]))
+    strides = (*t[:-2], t[-1], t[-2])
+    return ctx.out_meta(shape, dtype, ctx.meta(like).device, strides)
 
 
 def matrix(ctx, name: str, A, *, square: bool = False, floating: bool = True):
@@ -69,13 +82,13 @@ def _info(ctx, m, like):
 @register("linalg_inv", "torch.linalg.inv", torch.inverse, tensor_method("inverse"))
 def linalg_inv(ctx, op, A):
     m = matrix(ctx, "linalg.inv", A, square=True)
-    return ctx.emit(op, (A,), {}, _meta(ctx, m.shape, m.dtype, A))
+    return ctx.emit(op, (A,), {}, _lapack(ctx, m.shape, m.dtype, A))
 
 
 @register("linalg_inv_ex", "torch.linalg.inv_ex")
 def linalg_inv_ex(ctx, op, A, *, check_errors=False):
     m = matrix(ctx, "linalg.inv_ex", A, square=True)
-    outs = (_meta(ctx, m.shape, m.dtype, A), _info(ctx, m, A))
+    outs = (_lapack(ctx, m.shape, m.dtype, A), _info(ctx, m, A))
     return torch.return_types.linalg_inv_ex(
         ctx.emit(op, (A,), {"check_errors": check_errors}, outs)
     )
@@ -130,19 +143,19 @@ def slogdet(ctx, op, input):
 @register("linalg_cholesky", "torch.linalg.cholesky")
 def linalg_cholesky(ctx, op, input, *, upper=False):
     m = matrix(ctx, "linalg.cholesky", input, square=True)
-    return ctx.emit(op, (input,), {"upper": upper}, _meta(ctx, m.shape, m.dtype, input))
+    return ctx.emit(op, (input,), {"upper": upper}, _lapack(ctx, m.shape, m.dtype, input))
 
 
 @register("cholesky", "torch.cholesky", tensor_method("cholesky"))
 def cholesky(ctx, op, input, upper=False):
     m = matrix(ctx, "cholesky", input, square=True)
-    return ctx.emit(op, (input, upper), {}, _meta(ctx, m.shape, m.dtype, input))
+    return ctx.emit(op, (input, upper), {}, _lapack(ctx, m.shape, m.dtype, input))
 
 
 @register("linalg_cholesky_ex", "torch.linalg.cholesky_ex")
 def linalg_cholesky_ex(ctx, op, input, *, upper=False, check_errors=False):
     m = matrix(ctx, "linalg.cholesky_ex", input, square=True)
-    outs = (_meta(ctx, m.shape, m.dtype, input), _info(ctx, m, input))
+    outs = (_lapack(ctx, m.shape, m.dtype, input), _info(ctx, m, input))
     kw = {"upper": upper, "check_errors": check_errors}
     return torch.return_types.linalg_cholesky_ex(ctx.emit(op, (input,), kw, outs))
 
@@ -150,7 +163,7 @@ def linalg_cholesky_ex(ctx, op, input, *, upper=False, check_errors=False):
 @register("cholesky_inverse", "torch.cholesky_inverse", tensor_method("cholesky_inverse"))
 def cholesky_inverse(ctx, op, input, upper=False):
     m = matrix(ctx, "cholesky_inverse", input, square=True)
-    return ctx.emit(op, (input, upper), {}, _meta(ctx, m.shape, m.dtype, input))
+    return ctx.emit(op, (input, upper), {}, _lapack(ctx, m.shape, m.dtype, input))
 
 
 def _solve_shape(ctx, name, A, B, left=True):
@@ -171,7 +184,7 @@ def cholesky_solve(ctx, op, input, input2, upper=False):
     matrix(ctx, "cholesky_solve", input2, square=True)
     shape = _solve_shape(ctx, "cholesky_solve", input2, input)
     dtype = ctx.meta(input).dtype
-    return ctx.emit(op, (input, input2, upper), {}, _meta(ctx, shape, dtype, input))
+    return ctx.emit(op, (input, input2, upper), {}, _lapack(ctx, shape, dtype, input))
 
 
 # -- solvers -----------------------------------------------------------------------------------------
@@ -200,10 +213,11 @@ def _solve(name: str, with_info: bool):
             shape = _solve_shape(ctx, name, A, B, left)
         dtype = result_type(A, B)
         kw = {} if left else {"left": left}
+        layout = _lapack if left else _meta  # left=False solves the transposed system
         if not with_info:
-            return ctx.emit(op, (A, B), kw, _meta(ctx, shape, dtype, A))
+            return ctx.emit(op, (A, B), kw, layout(ctx, shape, dtype, A))
         kw["check_errors"] = check_errors
-        outs = (_meta(ctx, shape, dtype, A), _info(ctx, a, A))
+        outs = (layout(ctx, shape, dtype, A), _info(ctx, a, A))
         return torch.return_types.linalg_solve_ex(ctx.emit(op, (A, B), kw, outs))
 
     return rule
@@ -218,7 +232,7 @@ def linalg_solve_triangular(ctx, op, input, B, *, upper, left=True, unitriangula
     matrix(ctx, "linalg.solve_triangular", input, square=True)
     shape = _solve_shape(ctx, "linalg.solve_triangular", input, B, left)
     kw = {"upper": upper, "left": left, "unitriangular": unitriangular}
-    return ctx.emit(op, (input, B), kw, _meta(ctx, shape, result_type(input, B), input))
+    return ctx.emit(op, (input, B), kw, _lapack(ctx, shape, result_type(input, B), input))
 
 
 @register("triangular_solve", "torch.triangular_solve", tensor_method("triangular_solve"))
@@ -227,8 +241,8 @@ def triangular_solve(ctx, op, input, A, upper=True, transpose=False, unitriangul
     shape = _solve_shape(ctx, "triangular_solve", A, input)
     batch = shape[:-2]
     outs = (
-        _meta(ctx, shape, ctx.meta(input).dtype, input),
-        _meta(ctx, (*batch, *a.shape[-2:]), a.dtype, A),
+        _lapack(ctx, shape, ctx.meta(input).dtype, input),
+        _lapack(ctx, (*batch, *a.shape[-2:]), a.dtype, A),
     )
     args = (input, A, upper, transpose, unitriangular)
     return torch.return_types.triangular_solve(ctx.emit(op, args, {}, outs))
@@ -244,7 +258,7 @@ def _k(m):
 @register("linalg_lu_factor", "torch.linalg.lu_factor")
 def linalg_lu_factor(ctx, op, A, *, pivot=True):
     m = matrix(ctx, "linalg.lu_factor", A)
-    outs = (_meta(ctx, m.shape, m.dtype, A), _meta(ctx, (*m.shape[:-2], _k(m)), torch.int32, A))
+    outs = (_lapack(ctx, m.shape, m.dtype, A), _meta(ctx, (*m.shape[:-2], _k(m)), torch.int32, A))
     return torch.return_types.linalg_lu_factor(ctx.emit(op, (A,), {"pivot": pivot}, outs))
 
 
@@ -252,7 +266,7 @@ def linalg_lu_factor(ctx, op, A, *, pivot=True):
 def linalg_lu_factor_ex(ctx, op, A, *, pivot=True, check_errors=False):
     m = matrix(ctx, "linalg.lu_factor_ex", A)
     outs = (
-        _meta(ctx, m.shape, m.dtype, A),
+        _lapack(ctx, m.shape, m.dtype, A),
         _meta(ctx, (*m.shape[:-2], _k(m)), torch.int32, A),
         _info(ctx, m, A),
     )
@@ -264,7 +278,7 @@ def linalg_lu_factor_ex(ctx, op, A, *, pivot=True, check_errors=False):
 def lu_with_info(ctx, op, input, pivot=True, check_errors=True):
     m = matrix(ctx, "lu", input)
     outs = (
-        _meta(ctx, m.shape, m.dtype, input),
+        _lapack(ctx, m.shape, m.dtype, input),
         _meta(ctx, (*m.shape[:-2], _k(m)), torch.int32, input),
         _info(ctx, m, input),
     )
@@ -327,7 +341,8 @@ def linalg_lu_solve(ctx, op, LU, pivots, B, *, left=True, adjoint=False):
     matrix(ctx, "linalg.lu_solve", LU, square=True)
     shape = _solve_shape(ctx, "linalg.lu_solve", LU, B, left)
     kw = {"left": left, "adjoint": adjoint}
-    return ctx.emit(op, (LU, pivots, B), kw, _meta(ctx, shape, ctx.meta(B).dtype, B))
+    layout = _lapack if left else _meta  # left=False solves the transposed system
+    return ctx.emit(op, (LU, pivots, B), kw, layout(ctx, shape, ctx.meta(B).dtype, B))
 
 
 @register("lu_solve", "torch.lu_solve", tensor_method("lu_solve"))
@@ -335,7 +350,7 @@ def lu_solve(ctx, op, input, LU_data, LU_pivots):
     matrix(ctx, "lu_solve", LU_data, square=True)
     shape = _solve_shape(ctx, "lu_solve", LU_data, input)
     return ctx.emit(
-        op, (input, LU_data, LU_pivots), {}, _meta(ctx, shape, ctx.meta(input).dtype, input)
+        op, (input, LU_data, LU_pivots), {}, _lapack(ctx, shape, ctx.meta(input).dtype, input)
     )
 
 
@@ -358,7 +373,7 @@ def _qr_shapes(m, mode: str):
 @register("linalg_qr", "torch.linalg.qr")
 def linalg_qr(ctx, op, A, mode="reduced"):
     m = matrix(ctx, "linalg.qr", A)
-    outs = tuple(_meta(ctx, s, m.dtype, A) for s in _qr_shapes(m, mode))
+    outs = tuple(_lapack(ctx, s, m.dtype, A) for s in _qr_shapes(m, mode))
     return torch.return_types.linalg_qr(ctx.emit(op, (A, mode), {}, outs))
 
 
@@ -366,7 +381,7 @@ def linalg_qr(ctx, op, A, mode="reduced"):
 def qr(ctx, op, input, some=True):
     m = matrix(ctx, "qr", input)
     outs = tuple(
-        _meta(ctx, s, m.dtype, input) for s in _qr_shapes(m, "reduced" if some else "complete")
+        _lapack(ctx, s, m.dtype, input) for s in _qr_shapes(m, "reduced" if some else "complete")
     )
     return torch.return_types.qr(ctx.emit(op, (input, some), {}, outs))
 
@@ -374,7 +389,10 @@ def qr(ctx, op, input, some=True):
 @register("geqrf", "torch.geqrf", tensor_method("geqrf"))
 def geqrf(ctx, op, input):
     m = matrix(ctx, "geqrf", input)
-    outs = (_meta(ctx, m.shape, m.dtype, input), _meta(ctx, (*m.shape[:-2], _k(m)), m.dtype, input))
+    outs = (
+        _lapack(ctx, m.shape, m.dtype, input),
+        _meta(ctx, (*m.shape[:-2], _k(m)), m.dtype, input),
+    )
     return torch.return_types.geqrf(ctx.emit(op, (input,), {}, outs))
 
 
@@ -382,7 +400,7 @@ def geqrf(ctx, op, input):
           tensor_method("orgqr"))  # fmt: skip
 def linalg_householder_product(ctx, op, input, tau):
     m = matrix(ctx, "linalg.householder_product", input)
-    return ctx.emit(op, (input, tau), {}, _meta(ctx, m.shape, m.dtype, input))
+    return ctx.emit(op, (input, tau), {}, _lapack(ctx, m.shape, m.dtype, input))
 
 
 @register("ormqr", "torch.ormqr", tensor_method("ormqr"))
@@ -390,7 +408,7 @@ def ormqr(ctx, op, input, input2, input3, left=True, transpose=False):
     matrix(ctx, "ormqr", input)
     c = matrix(ctx, "ormqr", input3)
     return ctx.emit(
-        op, (input, input2, input3, left, transpose), {}, _meta(ctx, c.shape, c.dtype, input3)
+        op, (input, input2, input3, left, transpose), {}, _lapack(ctx, c.shape, c.dtype, input3)
     )
 
 
@@ -400,7 +418,10 @@ def ormqr(ctx, op, input, input2, input3, left=True, transpose=False):
 @register("linalg_eigh", "torch.linalg.eigh")
 def linalg_eigh(ctx, op, input, UPLO="L"):
     m = matrix(ctx, "linalg.eigh", input, square=True)
-    outs = (_meta(ctx, m.shape[:-1], real_of(m.dtype), input), _meta(ctx, m.shape, m.dtype, input))
+    outs = (
+        _meta(ctx, m.shape[:-1], real_of(m.dtype), input),
+        _lapack(ctx, m.shape, m.dtype, input),
+    )
     return torch.return_types.linalg_eigh(ctx.emit(op, (input, UPLO), {}, outs))
 
 
@@ -418,7 +439,7 @@ def _complex(dtype):
 def linalg_eig(ctx, op, input):
     m = matrix(ctx, "linalg.eig", input, square=True)
     c = _complex(m.dtype)
-    outs = (_meta(ctx, m.shape[:-1], c, input), _meta(ctx, m.shape, c, input))
+    outs = (_meta(ctx, m.shape[:-1], c, input), _lapack(ctx, m.shape, c, input))
     return torch.return_types.linalg_eig(ctx.emit(op, (input,), {}, outs))
 
 
@@ -440,9 +461,9 @@ def linalg_svd(ctx, op, A, full_matrices=True, *, driver=None):
     m = matrix(ctx, "linalg.svd", A)
     u, s, vh = _svd_shapes(m, full_matrices)
     outs = (
-        _meta(ctx, u, m.dtype, A),
+        _lapack(ctx, u, m.dtype, A),
         _meta(ctx, s, real_of(m.dtype), A),
-        _meta(ctx, vh, m.dtype, A),
+        _lapack(ctx, vh, m.dtype, A),
     )
     kw = {} if driver is None else {"driver": driver}
     return torch.return_types.linalg_svd(ctx.emit(op, (A, full_matrices), kw, outs))
@@ -458,7 +479,7 @@ def svd(ctx, op, input, some=True, compute_uv=True):
     else:  # eager returns zero-filled U and V of the full shapes
         u, v = (*b, rows, rows), (*b, cols, cols)
     outs = (
-        _meta(ctx, u, m.dtype, input),
+        _lapack(ctx, u, m.dtype, input),
         _meta(ctx, (*b, k), real_of(m.dtype), input),
         _meta(ctx, v, m.dtype, input),
     )
@@ -551,7 +572,7 @@ def linalg_lstsq(ctx, op, input, b, rcond=None, *, driver=None):
     rank = batch if drv != "gels" else (0,)
     values = (*batch, _k(a)) if drv in ("gelsd", "gelss") else (0,)
     outs = (
-        _meta(ctx, solution, a.dtype, input),
+        (_meta if vector else _lapack)(ctx, solution, a.dtype, input),
         _meta(ctx, residuals, real, input),
         _meta(ctx, rank, torch.int64, input),
         _meta(ctx, values, real, input),
