@@ -572,3 +572,22 @@ def test_the_wrapper_has_the_originals_container_protocol():
         len(jm)
     with pytest.raises(TypeError, match="not iterable"):
         iter(jm)
+
+
+@pytest.mark.parametrize("traced_first", [False, True])
+def test_torch_jit_trace_of_a_jit_function_records_eagers_ops(traced_first):
+    """dynamo's test_jit_trace_errors: under torch.jit.trace the sizes are traced
+    tensors; a call no trace serves runs eagerly, for TorchScript to record."""
+
+    def f(x):
+        return x * 2 + 1
+
+    jf = symshape.jit(f, dynamic=True)
+    if traced_first:
+        jf(torch.randn(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        scripted = torch.jit.trace(jf, torch.randn(4))
+    for n in (2, 4, 7):
+        x = torch.randn(n)
+        torch.testing.assert_close(scripted(x), f(x))

@@ -219,6 +219,9 @@ class JitFunction:
 
     def _miss(self, args, kwargs):
         m = self._module
+        if torch._C._get_tracing_state() is not None:  # inside torch.jit.trace: eager's ops,
+            self.stats.eager_calls += 1  # which it records (its sizes are traced tensors)
+            return self._fn(*args, **kwargs)
         with self._lock:
             out = self._cached(args, kwargs)  # another thread may have traced meanwhile
             if out is not _MISS:
