@@ -256,6 +256,11 @@ def _route_python_level(patches: Patches) -> None:
     # calling a TorchScript module runs its C++ interpreter: eagerly, at a split
     call = _torchscript_refused(torch.nn.Module.__call__, patches, "ScriptModule.__call__")
     patches.add(torch.jit.ScriptModule, "__call__", call)
+    # and a scripted function (@torch.jit.script def f), a pybind11 class whose call
+    # can be replaced like a Python class's
+    script_fn = torch._C.ScriptFunction
+    call = _torchscript_refused(script_fn.__call__, patches, "ScriptFunction.__call__")
+    patches.replace(script_fn, "__call__", call)
     # NumPy reads a symbolic size as the int it is (np.prod(x.shape) is an np.int64, as in
     # eager), specializing it with a guard; without __array__ it keeps a Python object
     for cls, to in ((torch.SymInt, int), (torch.SymFloat, float), (torch.SymBool, bool)):

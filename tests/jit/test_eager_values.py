@@ -218,6 +218,25 @@ def test_fx_symbolic_trace_and_torchscript_inside():
     assert "__call__" not in vars(torch.jit.ScriptModule)
 
 
+@torch.jit.script
+def _scaled_cos(x, c: float = 2.0):
+    return torch.cos(x) * c
+
+
+def test_a_scripted_function_inside_runs_at_a_split():
+    """dynamo's test_jit_script_defaults: a @torch.jit.script function called by
+    the traced code runs eagerly at a split (refused under fullgraph, naming it),
+    after TorchScript's executor has warmed up on it too."""
+    call = torch._C.ScriptFunction.__call__
+    for n in (3, 3):
+        _scaled_cos(torch.randn(n))  # TorchScript's profiling runs
+    fn = lambda x: _scaled_cos(x + 1) - x  # noqa: E731
+    check(fn, lambda n: (torch.randn(n),))
+    with pytest.raises(symshape.TracingError, match=r"(?s)ScriptFunction.*outside"):
+        symshape.jit(fn, fullgraph=True)(torch.randn(3))
+    assert torch._C.ScriptFunction.__call__ == call  # restored afterwards
+
+
 # 27. a returned view of an input, modified in place with gradients on, as in eager
 @pytest.mark.parametrize(
     "fn", [lambda x: x[1:], lambda x: (x.view(2, -1), x * 3), lambda x: x.unsqueeze(0)[:, :2]]
