@@ -587,7 +587,7 @@ def _custom_function(apply, patches: Patches) -> Callable:
                 a
                 for a in (*args, *kwargs.values())
                 if (isinstance(a, TensorProxy) and ctx.meta(a).requires_grad)
-                or (type(a) is torch.Tensor and a.requires_grad)
+                or (type(a) is torch.Tensor and a.requires_grad and not a.is_meta)
             ]  # fmt: skip
             if needs:  # its backward is eager's: the Function runs eagerly, at a split
                 why = "symshape cannot trace a custom backward"
