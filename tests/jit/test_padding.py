@@ -171,6 +171,53 @@ def test_cross_entropy_leaves_padding_out_of_the_count(reduction):
     _differential(f, make, {"logits": {1: "pow2"}, "target": {1: "pow2"}})
 
 
+LOSSES = {
+    "mse": lambda a, b: F.mse_loss(a, b),
+    "mse_sum": lambda a, b: F.mse_loss(a, b, reduction="sum"),
+    "mse_none": lambda a, b: F.mse_loss(a, b, reduction="none"),
+    "l1": lambda a, b: F.l1_loss(a, b),
+    "smooth_l1": lambda a, b: F.smooth_l1_loss(a, b, beta=0.5, reduction="sum"),
+    "huber": lambda a, b: F.huber_loss(a, b, delta=0.7),
+    "bce_logits": lambda a, b: F.binary_cross_entropy_with_logits(
+        a, b.sigmoid(), pos_weight=torch.full((5,), 2.0)
+    ),
+    "bce": lambda a, b: F.binary_cross_entropy(a.sigmoid(), b.sigmoid(), reduction="sum"),
+    "kl_div": lambda a, b: F.kl_div(a.log_softmax(-1), b.softmax(-1), reduction="batchmean"),
+    "kl_div_mean": lambda a, b: F.kl_div(a.log_softmax(-1), b.log_softmax(-1), log_target=True),
+    "soft_margin": lambda a, b: F.soft_margin_loss(a, b.sign()),
+    "poisson_nll": lambda a, b: F.poisson_nll_loss(a, b.abs()),
+    "gaussian_nll": lambda a, b: F.gaussian_nll_loss(a, b, b.abs() + 0.5),
+    "margin_ranking": lambda a, b: F.margin_ranking_loss(a, b, b.sign(), margin=0.1),
+    "hinge": lambda a, b: F.hinge_embedding_loss(a, b.sign()),
+    "soft_targets": lambda a, b: F.cross_entropy(
+        a.flatten(0, 1), b.softmax(-1).flatten(0, 1), label_smoothing=0.1
+    ),
+    "soft_targets_sum": lambda a, b: F.cross_entropy(
+        a.transpose(1, 2), b.softmax(-1).transpose(1, 2), reduction="sum"
+    ),
+}
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_losses_leave_padding_out_of_the_sum_and_the_count(name, dim):
+    """Each element's loss at reduction='none', its padding zeroed, then reduced:
+    a mean divides by the true count (batchmean by the true batch)."""
+    loss = LOSSES[name]
+    pad = {"a": {dim: "pow2"}, "b": {dim: "pow2"}}
+    shape = (lambda n: (n, 3, 5)) if dim == 0 else (lambda n: (2, n, 5))
+    _differential(loss, lambda n: (torch.randn(*shape(n)), torch.randn(*shape(n))), pad,
+                  sizes=[1, 2, 3, 5, 8, 9, 16, 17])  # fmt: skip
+
+
+def test_a_loss_mixing_positions_refuses():
+    with pytest.raises(PaddingError, match="cosine_embedding_loss"):
+        f = lambda a, b: F.cosine_embedding_loss(a, b, torch.ones(a.shape[0]))  # noqa: E731
+        symshape.jit(f, pad={"a": {1: "pow2"}, "b": {1: "pow2"}})(
+            torch.randn(3, 5), torch.randn(3, 5)
+        )
+
+
 def test_explicit_buckets_and_sizes_above_them_run_unpadded():
     f = lambda x: x.softmax(-1) * x.size(-1)  # noqa: E731
     jf = _differential(

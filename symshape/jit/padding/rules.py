@@ -167,8 +167,20 @@ def _same_padding(st: State, n) -> None:
                 continue
             if seen is None:
                 seen = t
-            elif seen != t:
+            elif seen != t and not _same_sizes(st, seen, t):
                 raise refuse(n, "combines a padded dimension with one padded otherwise")
+
+
+def _same_sizes(st: State, a, b) -> bool:
+    """Two tags whose factors have the same physical and true sizes in this call
+    (``s2`` that a guard made equal to ``s1``): their padding is the same."""
+    if a is None or b is None or len(a.factors) != len(b.factors):
+        return False
+    size = st.masks.size
+    return all(
+        size(x) == size(y) and size(x, physical=False) == size(y, physical=False)
+        for x, y in zip(a.factors, b.factors)
+    )
 
 
 def layout(st: State, n, a, kw):
@@ -619,9 +631,19 @@ def _key_mask(mask, keys: torch.Tensor, rank: int):
     return torch.where(keys, mask, torch.tensor(-INF, dtype=mask.dtype, device=mask.device))
 
 
+def _losses():
+    from symshape.jit.padding import losses
+
+    return losses
+
+
 def nll_loss(st: State, n, a, kw):
     """Targets in the padding become ``ignore_index``: left out of the sum and
-    of the mean's count, as eager leaves out ignored targets."""
+    of the mean's count, as eager leaves out ignored targets. Probability
+    targets (cross_entropy's soft labels) are per-row losses (losses.py)."""
+    target = n.args[1]
+    if type(target) is Var and target.meta.dtype.is_floating_point:
+        return _losses().elementwise_loss(st, n, a, kw)
     a = list(a)
     tt = st.tags_of(n.args[1])
     if tt is not None and padded_dims(tt):
@@ -755,6 +777,7 @@ _FAMILIES = (
     (lambda: split, "split split_with_sizes chunk"),
     (lambda: attention, "scaled_dot_product_attention scaled_dot_product_flash_attention_for_cpu"),
     (lambda: nll_loss, "nll_loss_nd aten_nll_loss_forward cross_entropy_loss"),
+    (lambda: _losses().elementwise_loss, _losses().NAMES),
     (lambda: nll_backward, "aten_nll_loss_backward"),
     (lambda: attention_backward, "aten__scaled_dot_product_flash_attention_for_cpu_backward"),
     (lambda: zero_padding,  # backward ops that sum over rows
