@@ -267,6 +267,10 @@ def test_constant_pad_gradient_is_cut_like_eager():
         (lambda x: F.pad(x[None], (1, 1), mode="replicate"), "pad"),
         (lambda x: F.pad(x, (0, x.size(1))), "pad"),
         (lambda x: F.dropout(x, 0.5, training=True).sum(-1), "dropout"),
+        (lambda x: x.argmax(), "argmax"),  # a flat index over rows counts their padding
+        (lambda x: torch.rand_like(x) * x, "rand_like"),  # eager's draws fill another layout
+        (lambda x: torch.bernoulli(x.sigmoid()), "bernoulli"),
+        (lambda x: x.norm(dim=1), "vector_norm"),
     ],
 )
 def test_refusals_name_the_op_and_the_line(fn, op):

@@ -285,10 +285,13 @@ def reducing(identity):
         if len(a) > 1 and isinstance(a[1], torch.Tensor):  # max(x, y): elementwise
             return independent(st, n, a, kw)
         if tags is not None:
-            dims = [d for d in _reduced(n, a, kw) if tags[d] is not None]
+            reduced = _reduced(n, a, kw)
+            dims = [d for d in reduced if tags[d] is not None]
             if dims:
-                if n.op.name in ("argmax", "argmin") and len(dims) > 1:
-                    raise refuse(n, "finds a flat index over padded dimensions")
+                # a flat index over several dims counts the padding of every row before
+                if n.op.name in ("argmax", "argmin") and len([d for d in reduced if
+                                                              x.shape[d] != 1]) > 1:  # fmt: skip
+                    raise refuse(n, "finds a flat index over a padded dimension and others")
                 x = st.masks.fill(x, tags, dims, identity)
         return _fn(n)(x, *_ints(a[1:], False), **_ints(kw, False))
 
