@@ -244,21 +244,8 @@ class Builder(ObjectInputs):
             if not is_param and self.proxy_of.get(id(value)) is proxy:
                 self.tensor_args.append((value, proxy, path))
             return proxy
-        if t is bool or value is None:
-            self.fail(f"{src} is not {value!r}", f"{label} is {value!r}", src, into=out)
-            return value
-        if t is int:
-            return self._int(value, src, label, out)
-        if t is float:
-            return self._float(value, src, label, out)
-        if t is str:
-            self.fail(
-                f"type({src}) is not str or {src} != {value!r}",
-                f"{label} == {value!r}",
-                f"repr({src})",
-                into=out,
-            )
-            return value
+        if t in (bool, int, float, str) or value is None:
+            return self._scalar(value, src, label, out)
         if t in (list, dict) and id(value) in self.tracked:  # the same container again
             first = self.tracked[id(value)][1]
             self.fail(
@@ -308,6 +295,25 @@ class Builder(ObjectInputs):
         )
         if isinstance(value, type) and user_class(value):
             self._class_state(value, label, out)
+        return value
+
+    def _scalar(self, value, src: str, label: str, out: list):
+        """``None``, a bool or a string, checked by value; an int or a float, an
+        input or a constant by the policy."""
+        t = type(value)
+        if t is int:
+            return self._int(value, src, label, out)
+        if t is float:
+            return self._float(value, src, label, out)
+        if t is str:
+            self.fail(
+                f"type({src}) is not str or {src} != {value!r}",
+                f"{label} == {value!r}",
+                f"repr({src})",
+                into=out,
+            )
+            return value
+        self.fail(f"{src} is not {value!r}", f"{label} is {value!r}", src, into=out)
         return value
 
     def _class_state(self, cls: type, label: str, out: list) -> None:

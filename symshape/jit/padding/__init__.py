@@ -14,8 +14,12 @@ wrong value is never returned.
   trace: which symbols are padded, to which sizes.
 - ``layout.py``: what is known about each tensor along a padded dimension
   (which dims hold padding, where the valid region ends) and its masks.
-- ``rules.py``: one rule per op family: how it runs on padded inputs.
+- ``state.py``: the interpreter's values, tags and masks; the independent family.
+- ``rules.py``: one rule per op family: how it runs on padded inputs
+  (``losses.py``: the losses reduced from their per-element values).
 - ``run.py``: the padded interpreter of a trace, inputs padded and outputs cut.
+- ``compiled.py``: a back end's compile per bucket; ``graphed.py``: a CUDA graph
+  per bucket, its true sizes read from a device tensor.
 """
 
 from symshape.jit.padding.buckets import Buckets, PadPlan

@@ -81,7 +81,7 @@ class PaddedCompiled:
 
     def _tensors(self, args, phys, true) -> list:
         """The tensor arguments at their physical sizes (None where one is None)."""
-        from symshape.jit.padding.rules import State
+        from symshape.jit.padding.state import State
 
         st = State(_masks(self.run, phys, true), self.run.plan)
         padded = self.run.padded_inputs

@@ -18,6 +18,7 @@ import torch
 
 from symshape.jit.padding.errors import refuse
 from symshape.jit.padding.layout import padded_dims
+from symshape.jit.padding.state import fn_of, ints, same_padding, tensor_args
 
 # where each loss takes its reduction when not as the keyword: its position (aten's
 # int code there: 0 none, 1 mean, 2 sum)
@@ -33,11 +34,9 @@ _NONE = {0: "none", 1: "mean", 2: "sum"}
 
 def elementwise_loss(st, n, a, kw):
     """The loss at ``reduction="none"``, its padding zeroed, then reduced."""
-    from symshape.jit.padding.rules import _fn, _ints, _same_padding, _tensor_args
-
-    args = _tensor_args(n)
+    args = tensor_args(n)
     if not any(padded_dims(st.tags_of(x)) for x in args):
-        return _fn(n)(*_ints(a, False), **_ints(kw, False))
+        return fn_of(n)(*ints(a, False), **ints(kw, False))
     a, kw, reduction = _without_reduction(n, list(a), dict(kw))
     if n.op.name == "cross_entropy_loss":  # per row: the class dimension (1) summed
         tags = st.tags_of(n.args[0])
@@ -45,9 +44,9 @@ def elementwise_loss(st, n, a, kw):
             raise refuse(n, "has padded classes")
         tags = tags[:1] + tags[2:]
     else:
-        _same_padding(st, n)
+        same_padding(st, n)
         tags = _broadcast(st, args)
-    per = _fn(n)(*_ints(tuple(a), False), **_ints(kw, False))
+    per = fn_of(n)(*ints(tuple(a), False), **ints(kw, False))
     if reduction == "none":
         return per
     if per.dim() != len(tags):

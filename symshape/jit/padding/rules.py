@@ -23,80 +23,31 @@ from __future__ import annotations
 import torch
 
 from symshape.ir.node import TensorMeta, Var
+from symshape.jit.padding import losses
 from symshape.jit.padding.errors import PaddingError, refuse
-from symshape.jit.padding.layout import PadDim, PadInt, merged, pad, padded_dims, sizes
+from symshape.jit.padding.layout import PadDim, PadInt, merged, padded_dims
+from symshape.jit.padding.state import (
+    State,
+    fn_of,
+    independent,
+    ints,
+    resolve_arg,
+)
 from symshape.ops.registry import BY_NAME
-from symshape.sym import expr as E
 
 INF = float("inf")
-
-
-class State:
-    """Values (physical), tags and masks of one padded run."""
-
-    def __init__(self, masks, plan):
-        self.masks, self.plan = masks, plan
-        self.env: dict = {}
-        self.tags: dict = {}
-
-    def read(self, v):
-        return self.env[id(v)]
-
-    def bind_input(self, v: Var, a, tags: tuple | None = None) -> None:
-        m = v.meta
-        if isinstance(m, TensorMeta) and isinstance(a, torch.Tensor):
-            if tags is None:  # an argument: padded at the end of each padded dimension
-                tags = tuple(PadDim((e,)) if self.plan.padded(e) else None for e in m.shape)
-            self.tags[id(v)] = tags
-            phys = [self.masks.size(e) for e in m.shape]
-            self.env[id(v)] = a if list(a.shape) == phys else pad(a, tags, self.masks)
-        elif isinstance(m, E.Expr) and self.plan.padded(m):  # a true size, maybe a SymInt
-            self.env[id(v)] = PadInt(self.masks.size(m), a)
-        else:
-            self.env[id(v)] = a
-
-    def tags_of(self, x) -> tuple | None:
-        return self.tags.get(id(x)) if type(x) is Var else None
-
-
-def _resolve(x, st: State):
-    t = type(x)
-    if t is Var:
-        return st.env[id(x)]
-    if t is tuple:
-        return tuple(_resolve(y, st) for y in x)
-    if t is list:
-        return [_resolve(y, st) for y in x]
-    if t is slice:
-        return slice(_resolve(x.start, st), _resolve(x.stop, st), _resolve(x.step, st))
-    if t is dict:
-        return {k: _resolve(y, st) for k, y in x.items()}
-    return x
-
-
-def _ints(x, phys: bool):
-    return sizes(x, phys)
-
-
-def _fn(n):
-    fn = n.op.fn
-    if fn is None:
-        from symshape.ir.node import resolve
-
-        fn = resolve(n.op.source)
-    return fn
 
 
 def apply(st: State, n, consts) -> None:
     """Run node ``n`` by its rule; bind and tag its outputs."""
     a = tuple(
-        consts[x.name] if type(x) is Var and id(x) not in st.env else _resolve(x, st)
+        consts[x.name] if type(x) is Var and id(x) not in st.env else resolve_arg(x, st)
         for x in n.args
     )
-    kw = {k: _resolve(v, st) for k, v in n.kwargs}
+    kw = {k: resolve_arg(v, st) for k, v in n.kwargs}
     rule = RULES.get(n.op.name)
     if rule is None:  # meets no padding (PaddedRun checked): runs as it is
-        value = _fn(n)(*_ints(a, False), **_ints(kw, False))
+        value = fn_of(n)(*ints(a, False), **ints(kw, False))
     else:
         value = rule(st, n, a, kw)
     outs = n.outputs
@@ -143,58 +94,18 @@ def no_rule(n) -> PaddingError:
 # --- families -------------------------------------------------------------------
 
 
-def _tensor_args(n):
-    return [x for x in n.args if type(x) is Var and isinstance(x.meta, TensorMeta)]
-
-
-def independent(st: State, n, a, kw):
-    """Elementwise and row-wise ops: sizes as true values (``x / x.size(1)``)."""
-    _same_padding(st, n)
-    return _fn(n)(*_ints(a, False), **_ints(kw, False))
-
-
-def _same_padding(st: State, n) -> None:
-    """Inputs broadcast together must agree on which dimensions hold padding."""
-    ts = [(x.meta, st.tags.get(id(x))) for x in _tensor_args(n)]
-    rank = max((m.ndim for m, _ in ts), default=0)
-    for d in range(1, rank + 1):
-        seen = None
-        for m, tags in ts:
-            if m.ndim < d or tags is None:
-                continue
-            t, e = tags[-d], m.shape[-d]
-            if t is None and st.masks.size(e) == 1:
-                continue
-            if seen is None:
-                seen = t
-            elif seen != t and not _same_sizes(st, seen, t):
-                raise refuse(n, "combines a padded dimension with one padded otherwise")
-
-
-def _same_sizes(st: State, a, b) -> bool:
-    """Two tags whose factors have the same physical and true sizes in this call
-    (``s2`` that a guard made equal to ``s1``): their padding is the same."""
-    if a is None or b is None or len(a.factors) != len(b.factors):
-        return False
-    size = st.masks.size
-    return all(
-        size(x) == size(y) and size(x, physical=False) == size(y, physical=False)
-        for x, y in zip(a.factors, b.factors)
-    )
-
-
 def layout(st: State, n, a, kw):
     """Views, permutes, factories: every size argument at its physical value."""
-    return _fn(n)(*_ints(a, True), **_ints(kw, True))
+    return fn_of(n)(*ints(a, True), **ints(kw, True))
 
 
 def factory_fill(st: State, n, a, kw):
     """``full(size, value)``, ``new_full``: the size physical, the value true."""
-    fn = _fn(n)
+    fn = fn_of(n)
     if n.op.name == "full":
-        size, rest = _ints(a[0], True), _ints(a[1:], False)
-        return fn(size, *rest, **_ints(kw, False))
-    return fn(a[0], _ints(a[1], True), *_ints(a[2:], False), **_ints(kw, False))
+        size, rest = ints(a[0], True), ints(a[1:], False)
+        return fn(size, *rest, **ints(kw, False))
+    return fn(a[0], ints(a[1], True), *ints(a[2:], False), **ints(kw, False))
 
 
 def arange(st: State, n, a, kw):
@@ -293,7 +204,7 @@ def reducing(identity):
                                                               x.shape[d] != 1]) > 1:  # fmt: skip
                     raise refuse(n, "finds a flat index over a padded dimension and others")
                 x = st.masks.fill(x, tags, dims, identity)
-        return _fn(n)(x, *_ints(a[1:], False), **_ints(kw, False))
+        return fn_of(n)(x, *ints(a[1:], False), **ints(kw, False))
 
     return rule
 
@@ -302,7 +213,7 @@ def mean(st: State, n, a, kw):
     x, tags = a[0], st.tags_of(n.args[0])
     dims = [d for d in _reduced(n, a, kw) if tags is not None and tags[d] is not None]
     if not dims:
-        return _fn(n)(x, *_ints(a[1:], False), **_ints(kw, False))
+        return fn_of(n)(x, *ints(a[1:], False), **ints(kw, False))
     all_dims = _reduced(n, a, kw)
     keep = kw.get("keepdim", a[2] if len(a) > 2 else False)
     dtype = kw.get("dtype")
@@ -321,7 +232,7 @@ def variance(st: State, n, a, kw):
     all_dims = _reduced(n, a, kw)
     dims = [d for d in all_dims if tags is not None and tags[d] is not None]
     if not dims:
-        return _fn(n)(x, *_ints(a[1:], False), **_ints(kw, False))
+        return fn_of(n)(x, *ints(a[1:], False), **ints(kw, False))
     keep, correction = kw.get("keepdim", False), kw.get("correction", 1)
     count = 1
     for d in all_dims:
@@ -352,7 +263,7 @@ def contraction(pairs):
                     a[i] = st.masks.fill(a[i], ti, [di], 0)
                 if tj and tj[dj]:
                     a[j] = st.masks.fill(a[j], tj, [dj], 0)
-        return _fn(n)(*_ints(tuple(a), False), **_ints(kw, False))
+        return fn_of(n)(*ints(tuple(a), False), **ints(kw, False))
 
     return rule
 
@@ -403,7 +314,7 @@ def gather(st: State, n, a, kw):
     tags = st.tags_of(n.args[0])
     if tags is not None and tags[dim] is not None:
         _in_range(a[2], st.masks.size(n.args[0].meta.shape[dim], physical=False), n)
-    return _fn(n)(*_ints(tuple(a), False), **_ints(kw, False))
+    return fn_of(n)(*ints(tuple(a), False), **ints(kw, False))
 
 
 def _in_range(index: torch.Tensor, size, n) -> None:
@@ -432,7 +343,7 @@ def index_backward(st: State, n, a, kw):
     tags = _derive(st, n, out.meta)
     st.tags[id(out)] = tags
     key = _key(st, n, a[2], n.args[2], tags, out.meta.shape, n.args[0].meta.shape)
-    return write(a[0], _ints(a[1], True), key)
+    return write(a[0], ints(a[1], True), key)
 
 
 def _key(st: State, n, idx, src, tags, shape, out_shape):
@@ -495,7 +406,7 @@ def _index_tensor_item(st: State, n, it, t, e, src):
 
 
 def _int_item(st: State, it, t, e):
-    i = _ints(it, False)
+    i = ints(it, False)
     if t is None:
         return i
     return i + st.masks.size(e, physical=False) if i < 0 else i
@@ -518,9 +429,9 @@ def _slice_start(it: slice, size):
 
 def _slice_item(st: State, n, it, t, e, out_e):
     if t is None:  # not padded here: a slice may still end at a padded size (physical)
-        return _ints(it, True)
+        return ints(it, True)
     size_true, size_phys = st.masks.size(e, physical=False), st.masks.size(e)
-    start, step = _slice_start(_ints(it, False), size_true)
+    start, step = _slice_start(ints(it, False), size_true)
     if out_e is None:
         return slice(start, size_phys, step)
     keep = st.masks.size(out_e)  # the slice's length at the bucket
@@ -575,7 +486,7 @@ def constant_pad(st: State, n, a, kw):
 
 
 def independent_no_check(st: State, n, a, kw):
-    return _fn(n)(*_ints(a, False), **_ints(kw, False))
+    return fn_of(n)(*ints(a, False), **ints(kw, False))
 
 
 def split(st: State, n, a, kw):
@@ -634,19 +545,13 @@ def _key_mask(mask, keys: torch.Tensor, rank: int):
     return torch.where(keys, mask, torch.tensor(-INF, dtype=mask.dtype, device=mask.device))
 
 
-def _losses():
-    from symshape.jit.padding import losses
-
-    return losses
-
-
 def nll_loss(st: State, n, a, kw):
     """Targets in the padding become ``ignore_index``: left out of the sum and
     of the mean's count, as eager leaves out ignored targets. Probability
     targets (cross_entropy's soft labels) are per-row losses (losses.py)."""
     target = n.args[1]
     if type(target) is Var and target.meta.dtype.is_floating_point:
-        return _losses().elementwise_loss(st, n, a, kw)
+        return losses.elementwise_loss(st, n, a, kw)
     a = list(a)
     tt = st.tags_of(n.args[1])
     if tt is not None and padded_dims(tt):
@@ -655,7 +560,7 @@ def nll_loss(st: State, n, a, kw):
     ti = st.tags_of(n.args[0])
     if ti is not None and len(ti) > 1 and ti[1] is not None:
         raise refuse(n, "has padded classes")
-    return _fn(n)(*_ints(tuple(a), False), **_ints(kw, False))
+    return fn_of(n)(*ints(tuple(a), False), **ints(kw, False))
 
 
 def _spatial(n, spatial: int) -> tuple[int, list[int]]:
@@ -780,7 +685,7 @@ _FAMILIES = (
     (lambda: split, "split split_with_sizes chunk"),
     (lambda: attention, "scaled_dot_product_attention scaled_dot_product_flash_attention_for_cpu"),
     (lambda: nll_loss, "nll_loss_nd aten_nll_loss_forward cross_entropy_loss"),
-    (lambda: _losses().elementwise_loss, _losses().NAMES),
+    (lambda: losses.elementwise_loss, losses.NAMES),
     (lambda: nll_backward, "aten_nll_loss_backward"),
     (lambda: attention_backward, "aten__scaled_dot_product_flash_attention_for_cpu_backward"),
     (lambda: zero_padding,  # backward ops that sum over rows

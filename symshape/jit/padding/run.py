@@ -19,6 +19,7 @@ from symshape.jit.padding import rules
 from symshape.jit.padding.buckets import PadPlan
 from symshape.jit.padding.errors import PaddingError
 from symshape.jit.padding.layout import Masks, PadDim, PadInt, cut, pad, sizes
+from symshape.jit.padding.state import State
 from symshape.sym import expr as E
 
 
@@ -117,7 +118,7 @@ class PaddedRun:
 
     def _interpret(self, args, phys: dict, true: dict):
         masks = Masks(phys, true, self.plan.padded, None)
-        st = rules.State(masks, self.plan)
+        st = State(masks, self.plan)
         padded, env = self.padded_inputs, st.env
         for i, (v, a) in enumerate(zip(self.trace.inputs, args)):
             if i in padded or not isinstance(a, torch.Tensor):
