@@ -6,6 +6,10 @@ callables are called after the call, as a program would."""
 
 from __future__ import annotations
 
+import argparse
+import types
+import warnings
+
 import torch
 
 import symshape
@@ -58,3 +62,27 @@ def test_objects_with_read_only_properties_and_slots_are_rebuilt():
         torch.testing.assert_close(t, wt)
         assert type(ro) is _ReadOnly and ro.field == wro.field == n
         torch.testing.assert_close((s.a, s.b), (ws.a, ws.b))
+
+
+_SHARED = argparse.Namespace(k=1)
+
+
+def test_library_objects_the_call_makes_are_made_per_call():
+    """dynamo's test_catch_watchings2: ``warnings.catch_warnings()`` and other
+    objects of library classes written in Python (and SimpleNamespace) that the
+    call makes are new on every call, as eager's; one it found is itself."""
+
+    def fn(x):
+        return (x.sin(), warnings.catch_warnings(record=True),
+                argparse.Namespace(n=x.shape[0], tag="a"), types.SimpleNamespace(k=[1]), _SHARED)  # fmt: skip
+
+    jf = symshape.jit(fn, dynamic=True)
+    seen = []
+    for n in (2, 3, 3, 5):
+        got, want = jf(torch.ones(n)), fn(torch.ones(n))
+        torch.testing.assert_close(got[0], want[0])
+        assert type(got[1]) is warnings.catch_warnings and vars(got[2]) == vars(want[2])
+        assert vars(got[3]) == {"k": [1]} and got[4] is _SHARED
+        assert all(g is not s for g in got[1:4] for s in seen)
+        got[3].k.append(2)  # the caller's change is its own
+        seen += got[1:4]

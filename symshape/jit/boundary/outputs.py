@@ -351,7 +351,7 @@ def _build(s, it, objects, memo):
         return _mapping(s, it, objects, memo)
     if kind == "sequence":
         return _sequence(s, it, objects, memo)
-    obj = object.__new__(s[1])
+    obj = s[1].__new__(s[1])  # object.__new__, or a SimpleNamespace's own
     for k, c in s[2]:
         _put(obj, k, _build(c, it, objects, memo))
     return obj

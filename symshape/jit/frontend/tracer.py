@@ -810,8 +810,9 @@ def _output(
 
 def _made_by_the_call(b: Builder | None, roots: list):
     """A test of a plain object the function returns: did the call make it? An
-    instance of one of the user's classes, or a bare ``object()``, that nothing
-    symshape saw before the call holds (an argument, a module, a global or closure
+    instance of one of the user's classes, of a library's class written in Python
+    (``warnings.catch_warnings()``), or a bare ``object()``, that nothing symshape
+    saw before the call holds (an argument, a module, a global or closure
     variable the code read, their objects three levels down) is taken as made by
     it, and made anew on every call as eager makes it (``return x + 1, Box()``);
     other objects come back as themselves."""
@@ -819,7 +820,8 @@ def _made_by_the_call(b: Builder | None, roots: list):
 
     def made(x) -> bool:
         nonlocal known
-        if type(x) is not object and not user_class(type(x)):
+        t = type(x)
+        if t is not object and not user_class(t) and not _python_class(t):
             return False
         if known is None:
             known = outputs.reachable(
@@ -828,6 +830,20 @@ def _made_by_the_call(b: Builder | None, roots: list):
         return id(x) not in known
 
     return made
+
+
+def _python_class(t: type) -> bool:
+    """A class written in Python all the way down (no C base but ``object``, no
+    ``__new__`` of its own), or ``SimpleNamespace``: an instance is its
+    attributes, so one made again from them is what its class would make."""
+    if t is types.SimpleNamespace:
+        return True
+    return t.__new__ is object.__new__ and all(
+        k is object or k.__flags__ & _HEAPTYPE for k in t.__mro__
+    )
+
+
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
 
 
 def _globals_read(gg) -> list:
