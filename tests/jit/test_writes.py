@@ -265,3 +265,85 @@ def test_a_rule_that_raises_where_eager_does_not_is_reported_as_a_bug(monkeypatc
     x = torch.randn(3)
     with pytest.warns(RuntimeWarning, match="symshape bug: symshape's handling of a torch"):
         torch.testing.assert_close(jf(x), x.cos() + 1)
+
+
+class _Holder:
+    def __init__(self):
+        self.by_tensor = {}
+        self.counts = collections.defaultdict(int)
+        self.ordered = collections.OrderedDict()
+
+
+def _fill(w, x, h):
+    h.by_tensor[w] = x * w
+    h.counts["calls"] += 1
+    h.ordered["last"] = x.sum()
+    return x + 1
+
+
+def test_writes_into_defaultdicts_ordered_dicts_and_tensor_keyed_dicts():
+    """Dicts in C (defaultdict, OrderedDict) under an argument are watched like
+    dicts: their writes replay per call; a key that is a tensor the call was
+    given is the caller's tensor, not the trace's placeholder."""
+    jf = symshape.jit(_fill, dynamic=True)
+    mine, theirs = _Holder(), _Holder()
+    w = torch.ones(3)
+    for _ in range(3):
+        x = torch.randn(3)
+        torch.testing.assert_close(jf(w, x, mine), _fill(w, x, theirs))
+        assert next(iter(mine.by_tensor)) is w
+        torch.testing.assert_close(mine.by_tensor[w], theirs.by_tensor[w])
+        assert dict(mine.counts) == dict(theirs.counts)
+        torch.testing.assert_close(mine.ordered["last"], theirs.ordered["last"])
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9),
+        lambda ps: torch.optim.Adam(ps),
+        lambda ps: torch.optim.Adagrad(ps),
+        lambda ps: torch.optim.RMSprop(ps),
+    ],
+    ids=["sgd_momentum", "adam", "adagrad", "rmsprop"],
+)
+def test_an_optimizer_step_keeps_its_state_keyed_by_the_parameters(make):
+    """dynamo's test_adam & co.: opt.state is keyed by the parameters, which the
+    trace sees as its proxies (the keys are swapped while tracing); the steps
+    are traced (one trace for the empty state, one after) and the state is
+    eager's, keyed by the real parameters (state_dict() works)."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    twin = torch.nn.Linear(3, 2)
+    twin.load_state_dict(model.state_dict())
+    opt, opt2 = make(model.parameters()), make(twin.parameters())
+    step = symshape.jit(opt.step, fullgraph=True)
+    for _ in range(4):
+        x = torch.randn(4, 3)
+        for m, o in ((model, opt), (twin, opt2)):
+            o.zero_grad()
+            m(x).pow(2).sum().backward()
+        step()
+        opt2.step()
+        for a, b in zip(model.parameters(), twin.parameters()):
+            torch.testing.assert_close(a, b)
+        assert set(opt.state) == set(model.parameters())
+        for p, q in zip(model.parameters(), twin.parameters()):
+            for k, v in opt2.state[q].items():
+                torch.testing.assert_close(opt.state[p][k], v)
+    assert len(opt.state_dict()["state"]) == 2
+    assert step.stats.compiles <= 2 and step.stats.eager_calls == 0
+
+
+def test_a_refused_call_leaves_defaultdicts_as_they_were():
+    holder = _Holder()
+    holder.counts["kept"] = 1
+
+    def f(x, h):
+        h.counts[x] += 1  # keyed by the trace's tensor
+        h.ordered["last"] = x * 2
+        return x if x.sum() > 0 else -x  # a read of data: refused with fullgraph
+
+    with pytest.raises(symshape.DataDependentError):
+        symshape.jit(f, fullgraph=True)(torch.ones(3), holder)
+    assert dict(holder.counts) == {"kept": 1} and not holder.ordered

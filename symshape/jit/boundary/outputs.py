@@ -136,6 +136,8 @@ def _structure(x, t: type, walk, rebuilt) -> tuple:
         spec = ("tuple_subclass", t, [walk(y) for y in x])  # namedtuple, structseq
         own = getattr(x, "__dict__", None)  # `tup.c = ...` on a subclass's instance
         return spec + ([(k, walk(v)) for k, v in own.items()],) if own else spec
+    if t is dict and any(isinstance(k, TensorProxy) for k in x):  # keyed by tensors
+        return ("keyed", [walk(k) for k in x], [walk(v) for v in x.values()])  # (a param)
     if t is dict:  # keys made from sizes are this call's ints (hashing them guarded them)
         return (dict, [_concrete(k) for k in x], [walk(v) for v in x.values()])
     if t in (set, frozenset) and any(isinstance(v, _SYMBOLIC) for v in x):
@@ -170,6 +172,7 @@ _PARTS = {
     tuple: ((1, True),), list: ((1, True),), dict: ((2, True),), "call": ((2, True),),
     "closure": ((2, True),), "pytree": ((3, True),), "tagged": ((1, False),),
     "object": ((2, False),), "tuple_subclass": ((2, True), (3, False)),
+    "keyed": ((1, True), (2, True)),
     "mapping": ((3, True), (4, False)), "sequence": ((2, True), (3, False)),
 }  # fmt: skip
 
@@ -336,6 +339,9 @@ def _build(s, it, objects, memo):
         return [_build(c, it, objects, memo) for c in s[1]]
     if kind is dict:
         return {k: _build(c, it, objects, memo) for k, c in zip(s[1], s[2])}
+    if kind == "keyed":  # keys are this call's tensors (a parameter: the caller's own)
+        keys = [_build(c, it, objects, memo) for c in s[1]]
+        return dict(zip(keys, [_build(c, it, objects, memo) for c in s[2]]))
     if kind == "tuple_subclass":
         items = [_build(c, it, objects, memo) for c in s[2]]
         out = s[1](*items) if hasattr(s[1], "_fields") else s[1](items)

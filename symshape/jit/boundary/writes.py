@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from symshape.jit.boundary.outputs import _concrete as concrete
 from symshape.jit.boundary.outputs import unflatten
-from symshape.jit.guards.state import _instance_dict, _slots, is_plain_object
+from symshape.jit.guards.state import _instance_dict, _slots, is_plain_object, same_key
 
 if TYPE_CHECKING:
     from symshape.jit.guards.prologue import Builder
@@ -115,7 +115,9 @@ def changes(c, before: tuple) -> list:
     if kind in ("list", "deque"):
         out = [(kind, None, b)] if len(a) != len(b) or any(x is not y for x, y in zip(a, b)) else []
     elif kind == "dict":
-        same = len(a) == len(b) and all(k1 == k2 and v1 is v2 for (k1, v1), (k2, v2) in zip(a, b))
+        same = len(a) == len(b) and all(
+            same_key(k1, k2) and v1 is v2 for (k1, v1), (k2, v2) in zip(a, b)
+        )
         out = [] if same else [("dict", None, dict(b))]
     elif kind == "set":
         ids = {id(x) for x in a}
@@ -127,6 +129,15 @@ def changes(c, before: tuple) -> list:
                 out.append(("delattr", n, None) if v1 is _MISSING else ("attr", n, v1))
         return out
     return out + (attr_changes(before[2], now[2]) if len(before) > 2 else [])
+
+
+def _rekey(c: dict, key, new) -> None:
+    """``c`` with ``key`` replaced by ``new`` in place, the order kept."""
+    items = [(new if k is key else k, v) for k, v in c.items()]
+    base = collections.OrderedDict if isinstance(c, collections.OrderedDict) else dict
+    base.clear(c)
+    for k, v in items:
+        base.__setitem__(c, k, v)
 
 
 class Swapped:
@@ -147,6 +158,8 @@ class Swapped:
             for c, kind, key, new in self.swaps:
                 if kind == "attr":
                     _raw_setattr(c, key, new)
+                elif kind == "key":
+                    _rekey(c, key, new)
                 else:
                     c[key] = new
         except BaseException:

@@ -200,7 +200,10 @@ def _autograd(ctx, trace: Trace, output, out_spec, name: str) -> _Grad | None:
         return None
     # an in-place update under no_grad (an optimizer step) of a tensor no op under grad
     # mode reads, and no output is, cannot change a gradient: as in eager, it is allowed
-    grad_on, differentiated = True, {id(v) for v in leaves}
+    # an input returned as itself (a parameter keying an optimizer's state) is the
+    # caller's own tensor: the backward does not pass through it
+    passed = {id(v) for v in trace.inputs}
+    grad_on, differentiated = True, {id(v) for v in leaves if id(v) not in passed}
     for n in trace.nodes:
         if n.op is grad_mode.SET_GRAD:
             grad_on = bool(n.args[0])

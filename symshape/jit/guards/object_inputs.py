@@ -21,6 +21,15 @@ from symshape.jit.guards.state import _instance_dict, _slots, is_plain_object
 class ObjectInputs:
     """Builder methods for object arguments (mixed into prologue.Builder)."""
 
+    def key_swaps(self) -> list:
+        """``(mapping, "key", tensor, its proxy)`` for each tensor key of a watched
+        mapping that is one of the trace's inputs (known once the walk is done)."""
+        return [
+            (obj, "key", k, self.proxy_of[id(k)])
+            for obj, k in self.tensor_keys
+            if id(k) in self.proxy_of
+        ]
+
     def _swap(self, container, kind: str, new) -> None:
         """Items (or attributes) of ``container`` that the trace sees as proxies."""
         items = new.items() if isinstance(new, dict) else enumerate(new)
@@ -41,10 +50,14 @@ class ObjectInputs:
         if id(obj) in seen or len(seen) > 2000:
             return obj
         seen.add(id(obj))
+        mapping = _mapping(obj)
         if t in (list, tuple):
             items = [(i, v, f"[{i}]") for i, v in enumerate(obj)]
-        elif t is dict:
+        elif mapping:
             items = [(k, v, f"[{k!r}]") for k, v in obj.items() if type(k) in (str, int)]
+            # a key that is a tensor the trace takes as an input (a parameter an
+            # optimizer's state is keyed by) is its proxy while tracing (key_swaps)
+            self.tensor_keys += [(obj, k) for k in obj if isinstance(k, torch.Tensor)]
         else:
             d = _instance_dict(obj) or {}
             names = [k for k in d if isinstance(k, str) and k.isidentifier()]
@@ -62,14 +75,14 @@ class ObjectInputs:
                     new[k] = self._tensor(v, where[0], where[1], out, False)
                 else:
                     new[k] = self.walk(v, where[0], where[1], out, path=where[2])
-            elif tv in (list, dict) or (tv is tuple and values) or is_plain_object(v):
+            elif tv is list or _mapping(v) or (tv is tuple and values) or is_plain_object(v):
                 new[k] = self._contents(v, *where, out, seen, holes, values)
             else:
                 new[k] = v  # guarded by the object's snapshot
         if t is tuple:
             return tuple(new.values()) if any(new[i] is not v for i, v in enumerate(obj)) else obj
         self.tracked.setdefault(id(obj), (obj, path))
-        if t in (list, dict):
+        if t is list or mapping:
             self._swap(obj, "item", new)
         else:
             self._swap(obj, "attr", {k: v for k, v in new.items() if type(k) is str})
@@ -168,6 +181,12 @@ class ObjectInputs:
                 self._modules_in(
                     v, f"{src}.{name}", f"{label}.{name}", out, depth + 1, f"{path}.{name}"
                 )
+
+
+def _mapping(v) -> bool:
+    """A dict, or a dict subclass in C (``defaultdict``, ``OrderedDict``,
+    ``Counter``): walked by its items. A subclass of the program's is an object."""
+    return isinstance(v, dict) and (type(v) is dict or not is_plain_object(v))
 
 
 def holds_tensors(v, depth: int = 0, seen=None) -> bool:

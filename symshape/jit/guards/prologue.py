@@ -183,6 +183,7 @@ class Builder(ObjectInputs):
     root_srcs: list = field(default_factory=list)  # (source, module): modules passed in
     tree: object = None  # the TreeGuard, once emit_modules made it
     swaps: list = field(default_factory=list)  # (container, "attr"/"item", key, proxy)
+    tensor_keys: list = field(default_factory=list)  # (mapping, a tensor key of it)
     tracked: dict = field(default_factory=dict)  # id -> (container, path): writes replayed
     module_paths: dict = field(default_factory=dict)  # id(module) -> its path from m/args
     attr_proxies: dict = field(default_factory=dict)  # (id(module), name) -> proxy of a tensor
@@ -200,6 +201,7 @@ class Builder(ObjectInputs):
         for held in (
             self.values, self.objects, self.roots, self.root_srcs, self.module_of,
             self.tracked, self.swaps, self.slots, self.aliases, self.attr_proxies, self.module_aliases,
+            self.tensor_keys,
             self.proxy_of, self.tensor_local, self.tensors, self.leaves, self.tensor_inputs,
             self.tensor_args,
         ):  # fmt: skip

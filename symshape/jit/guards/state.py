@@ -147,6 +147,16 @@ class Obj:
     items: Seq | None = None  # a list or tuple subclass's items (as a plain list/tuple)
 
 
+def same_key(a, b) -> bool:
+    """Dict keys that are the same key: tensors (and their proxies) by identity,
+    as a dict hashes them; other keys by ``==``."""
+    if a is b:
+        return True
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return False
+    return type(a) is type(b) and a == b
+
+
 def _same_scalar(a, b) -> bool:
     if type(a) is not type(b):
         return False
@@ -282,7 +292,8 @@ def diff(s, v, label: str) -> str | None:
                 return r
         return None
     if type(s) is Map:
-        if list(v) != list(s.items):
+        keys = list(v)
+        if len(keys) != len(s.items) or not all(map(same_key, keys, s.items)):
             was, now = ", ".join(map(_short, s.items)), ", ".join(map(_short, v))
             return f"the keys of {label} changed from [{was}] to [{now}]"
         for k, a in s.items.items():
