@@ -50,3 +50,22 @@ def test_a_returned_reference_refers_to_this_calls_tensor():
         del t
         gc.collect()
         assert ref() is None  # nothing of the trace keeps the result alive
+
+
+def test_a_returned_references_callback_fires_when_its_referent_dies():
+    """dynamo's test_weakref_callback: ``return y, weakref.ref(y, cb)``."""
+    for jit in (False, True):
+        called = []
+
+        def gn(x, called=called):
+            y = x + 1
+            return y, weakref.ref(y, lambda r: called.append(1))
+
+        f = symshape.jit(gn, dynamic=True) if jit else gn
+        for n in (3, 3, 5):
+            y, ref = f(torch.ones(n))
+            assert ref() is y and not called
+            del y
+            gc.collect()
+            assert ref() is None and called == [1], (jit, n, called)
+            called.clear()

@@ -148,8 +148,9 @@ def _structure(x, t: type, walk, rebuilt) -> tuple:
         return ("pytree", t, context, [walk(c) for c in children])
     if t is object and rebuilt(x):  # a sentinel the call made: a new one each call
         return ("call", object, [])
-    if t is weakref.ref and isinstance(x(), _TRACED):  # `weakref.ref(t)` of a traced value:
-        return ("call", weakref.ref, [walk(x())])  # a reference to this call's value
+    if t is weakref.ref and isinstance(x(), _TRACED):  # `weakref.ref(t, cb)` of a traced
+        callback = [] if x.__callback__ is None else [("const", x.__callback__)]
+        return ("call", weakref.ref, [walk(x()), *callback])  # value: to this call's value
     if not (_rebuildable(x) and rebuilt(x)) and not holds_traced(x):
         return ("const", x)
     # walked in the order _build makes them: items, then attributes
