@@ -444,3 +444,26 @@ def test_a_loop_past_the_reads_per_path_limit_warns_at_the_users_line_with_the_c
         w.message
     )
     assert jf.stats.calls == 1 and jf.stats.eager_calls == 1
+
+
+def test_an_assertion_after_a_read_carries_the_calls_tensor():
+    """dynamo's test_rewrite_assert_with_non_string_msg: ``assert cond, x`` where
+    cond reads data raises with eager's message (the call's tensor, not the
+    trace's stand-in), for an input and for a value computed before the read."""
+
+    def f(x):  # `assert c, x` as Python runs it (pytest rewrites this file's asserts)
+        y = x * 2
+        if not x[0] == 2:
+            raise AssertionError(x)
+        if not y[1] == 4:
+            raise AssertionError(y)
+        return y
+
+    jf = symshape.jit(f, dynamic=True)
+    for x in (torch.tensor([2.0, 1.0, 5.0]), torch.tensor([3.0, 4.0, 5.0, 6.0]),
+              torch.tensor([2.0, 1.0])):  # fmt: skip
+        with pytest.raises(AssertionError) as want:
+            f(x)
+        with pytest.raises(AssertionError) as got:
+            jf(x)
+        assert str(got.value) == str(want.value)

@@ -393,7 +393,7 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
             tracked = (w.writes, slot_writes, swapped, global_writes, w.read_states)
             ctx.split.boundary, ctx.split.roots = sys._getframe(), _tracked(*tracked)
         try:
-            result = call(*pargs, **pkw)
+            result = _raising_values(call, ctx, b)(*pargs, **pkw)
         except TypeError as e:
             if _BOOL_ONLY not in str(e):
                 raise
@@ -428,6 +428,40 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
         if gg:
             gg.settle()
     return ran
+
+
+def _raising_values(call, ctx, b: Builder):
+    """``call``, whose exceptions carry the call's own tensors where the program
+    put traced ones in them (``assert x[0] == 2, x``, after a read of data): an
+    input's value, or any other's read at a split of the trace (the continuation
+    raises it again, with the value). In a trace that has not split, the call
+    runs eagerly instead (api.py), which raises eager's exception itself."""
+
+    def run(*args, **kwargs):
+        try:
+            return call(*args, **kwargs)
+        except Exception as e:
+            if ctx.split is not None and ctx.split.known:
+                e.args = tuple(_raised_value(ctx, b, a) for a in e.args)
+            raise
+
+    return run
+
+
+def _raised_value(ctx, b: Builder, a):
+    if not isinstance(a, TensorProxy):
+        return a
+    if id(a._ss_var) in b.values:
+        return b.values[id(a._ss_var)]
+    read = ctx.read("value", (a,), _contents, f"`{a._ss_var.name}`, carried by an exception")
+    if read is None:
+        return a
+    with torch._C.DisableTorchFunction():  # a real tensor, not one the trace makes
+        return torch.tensor(read[0], dtype=read[1], device=read[2])
+
+
+def _contents(t: torch.Tensor) -> tuple:
+    return t.tolist(), t.dtype, t.device
 
 
 _VALUES = (int, float, bool, complex, str, bytes, type(None), type, torch.dtype, torch.device)
