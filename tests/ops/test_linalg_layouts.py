@@ -99,6 +99,13 @@ def test_results_have_eagers_strides(name, batch):
     jf = symshape.jit(f, dynamic=True)
     for n in (4, 5, 3):
         A, B = _spd(*batch, n, n), _rhs(*batch, n, 2)
-        got, want = jf(A, B), f(A, B)
+        try:
+            want = f(A, B)
+        except RuntimeError as e:  # torch.cholesky and torch.qr are gone from 2.15
+            with pytest.raises(RuntimeError, match="removed"):
+                jf(A, B)
+            assert "removed" in str(e)
+            continue
+        got = jf(A, B)
         assert got[1] == want[1], (n, got[1], want[1])
         assert _strides(got[0]) == want[1]
