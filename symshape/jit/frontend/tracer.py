@@ -74,6 +74,7 @@ from symshape.trace.compiling import compiling
 from symshape.trace.construction import ChangesModules
 from symshape.trace.context import TraceContext
 from symshape.trace.errors import RunsEagerly, TracingError
+from symshape.trace.frame_state import transparent
 from symshape.trace.mode import TracingMode, inputs_identified
 from symshape.trace.module_fixes import module_fixes
 from symshape.trace.modules import proxied, watch
@@ -393,7 +394,7 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
             tracked = (w.writes, slot_writes, swapped, global_writes, w.read_states)
             ctx.split.boundary, ctx.split.roots = sys._getframe(), _tracked(*tracked)
         try:
-            result = _raising_values(call, ctx, b)(*pargs, **pkw)
+            result = _raising_values(call, ctx, b, pargs, pkw)
         except TypeError as e:
             if _BOOL_ONLY not in str(e):
                 raise
@@ -430,22 +431,22 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
     return ran
 
 
-def _raising_values(call, ctx, b: Builder):
-    """``call``, whose exceptions carry the call's own tensors where the program
-    put traced ones in them (``assert x[0] == 2, x``, after a read of data): an
-    input's value, or any other's read at a split of the trace (the continuation
-    raises it again, with the value). In a trace that has not split, the call
-    runs eagerly instead (api.py), which raises eager's exception itself."""
+def _raising_values(call, ctx, b: Builder, args, kwargs):
+    """``call(*args, **kwargs)``, whose exceptions carry the call's own tensors
+    where the program put traced ones in them (``assert x[0] == 2, x``, after a
+    read of data): an input's value, or any other's read at a split of the trace
+    (the continuation raises it again, with the value). In a trace that has not
+    split, the call runs eagerly instead (api.py), which raises eager's exception.
+    A transparent frame: who raised is told past it (api._raised_by_user_code)."""
+    try:
+        return call(*args, **kwargs)
+    except Exception as e:
+        if ctx.split is not None and ctx.split.known:
+            e.args = tuple(_raised_value(ctx, b, a) for a in e.args)
+        raise
 
-    def run(*args, **kwargs):
-        try:
-            return call(*args, **kwargs)
-        except Exception as e:
-            if ctx.split is not None and ctx.split.known:
-                e.args = tuple(_raised_value(ctx, b, a) for a in e.args)
-            raise
 
-    return run
+transparent(_raising_values.__code__)
 
 
 def _raised_value(ctx, b: Builder, a):
