@@ -347,3 +347,17 @@ def test_a_refused_call_leaves_defaultdicts_as_they_were():
     with pytest.raises(symshape.DataDependentError):
         symshape.jit(f, fullgraph=True)(torch.ones(3), holder)
     assert dict(holder.counts) == {"kept": 1} and not holder.ordered
+
+
+def test_tensors_in_a_defaultdict_are_inputs_read_per_call():
+    holder = _Holder()
+
+    def f(x, h):
+        return x + h.ordered["w"] * h.counts["k"]
+
+    jf = symshape.jit(f, dynamic=True)
+    for n in (3, 3, 4):
+        holder.ordered["w"], holder.counts["k"] = torch.randn(n), 2
+        x = torch.randn(n)
+        torch.testing.assert_close(jf(x, holder), f(x, holder))
+    assert jf.stats.compiles == 1, jf.stats.recompile_reasons

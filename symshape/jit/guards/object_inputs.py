@@ -200,7 +200,7 @@ def holds_tensors(v, depth: int = 0, seen=None) -> bool:
     t = type(v)
     if t in (list, tuple):
         return any(holds_tensors(x, depth + 1, seen) for x in v)
-    if t is dict:
+    if _mapping(v):
         return any(holds_tensors(x, depth + 1, seen) for x in v.values())
     if is_plain_object(v):
         d = _instance_dict(v) or {}
