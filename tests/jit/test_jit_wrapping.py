@@ -556,22 +556,18 @@ def test_hooks_registered_on_the_jit_wrapper_run_around_each_call():
     assert torch.allclose(jm(x), m(x) * 2) and seen[-1] == "kw"
 
 
-def test_the_wrapper_has_the_originals_container_protocol():
+def test_the_wrapper_has_the_originals_length():
     """dynamo's test_compiled_module_truthiness: an empty ModuleList's wrapper is
-    falsy; len, iteration, indexing and ``in`` are the original's, and a module
-    without them raises what eager raises."""
+    falsy and len() is the original's, as torch.compile's wrapper has them; a
+    module without a length raises what eager raises, and is truthy."""
     layers = nn.ModuleList([nn.Linear(2, 2), nn.ReLU()])
-    jl = symshape.jit(layers)
-    assert bool(jl) and len(jl) == 2 and jl[1] is layers[1] and list(jl) == list(layers)
+    assert bool(symshape.jit(layers)) and len(symshape.jit(layers)) == 2
     assert not symshape.jit(nn.ModuleList())
-    jd = symshape.jit(nn.ModuleDict({"a": nn.ReLU()}))
-    assert "a" in jd and "b" not in jd and list(jd) == ["a"]
+    assert len(symshape.jit(nn.ModuleDict({"a": nn.ReLU()}))) == 1
     jm = symshape.jit(nn.Linear(2, 2))
     assert bool(jm)
     with pytest.raises(TypeError, match="len"):
         len(jm)
-    with pytest.raises(TypeError, match="not iterable"):
-        iter(jm)
 
 
 @pytest.mark.parametrize("traced_first", [False, True])

@@ -682,22 +682,14 @@ class JitModule(nn.Module):
     def __dir__(self):
         return sorted(set(super().__dir__()) | set(dir(self._orig_mod)))
 
-    # the original's container protocol (a ModuleList's, a ModuleDict's): an empty one
-    # is falsy, as in eager; a module without one raises what eager raises
+    # the original's length, as torch.compile's wrapper has it: an empty ModuleList's
+    # wrapper is falsy, as in eager; a module without one raises what eager raises
+    # (bool() of any other module is True, where torch.compile's raises)
     def __bool__(self) -> bool:
         return bool(self._orig_mod)
 
     def __len__(self) -> int:
         return len(self._orig_mod)
-
-    def __iter__(self):
-        return iter(self._orig_mod)
-
-    def __getitem__(self, key):
-        return self._orig_mod[key]
-
-    def __contains__(self, key) -> bool:
-        return key in self._orig_mod
 
     def __getstate__(self):
         state = super().__getstate__()
