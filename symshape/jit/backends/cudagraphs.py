@@ -36,6 +36,7 @@ it to check this bookkeeping on a machine without a GPU.
 
 from __future__ import annotations
 
+import functools
 import logging
 import warnings
 from collections.abc import Callable
@@ -133,22 +134,26 @@ class OneGraph:
     moved captures again. ``failed``: why capture failed (the caller stops
     asking for graphs); ``written``: argument indices the run writes in place;
     ``fresh``: arguments made anew for each call (never a static address, even
-    where the allocator hands out the warm-up's memory again)."""
+    where the allocator hands out the warm-up's memory again). Past the bound of
+    ``graphs``, a call that would capture runs ``run`` and warns once, naming
+    what ``changing()`` says keeps changing."""
 
     def __init__(self, run: Callable, graphs: Graphs, label: str, written=frozenset(),
-                 fresh=frozenset()):  # fmt: skip
+                 fresh=frozenset(), changing: Callable[[], str] = lambda: "The sizes vary"):  # fmt: skip
         self.run, self.graphs, self.label, self.written = run, graphs, label, written
-        self.fresh = fresh
+        self.fresh, self.changing = fresh, changing
         self.entry: _Entry | None = None
         self.seen: list | None = None  # data_ptrs of the arguments at the warm-up
         self.failed: str | None = None
 
-    def captures_next(self, args) -> bool:
-        """Would this call capture a graph (and so count against the bound)?"""
-        return self.entry is None and self.seen is not None
-
     def __call__(self, args):
+        if self.failed is not None:
+            return self.run(*args)
         entry = self.entry
+        if entry is None and self.seen is not None and self.graphs.count >= self.graphs.limit:
+            g = self.graphs
+            g.warn_once("limit", limit_message(g.limit, self.changing()))
+            return self.run(*args)
         if entry is not None and _same_addresses(entry, args):
             return self._replay(entry, args)
         if entry is not None:  # a static address moved: warm up and capture again
@@ -238,19 +243,16 @@ class Graphed:
         key = _signature(args, self.varying)
         one = self.entries.get(key)
         if one is None:
+            changing = functools.partial(self._changing, key)
             one = self.entries[key] = OneGraph(self.run, self.graphs, self.trace.name,
-                                               self.written)  # fmt: skip
-        if one.captures_next(args) and self.graphs.count >= self.graphs.limit:
-            self._warn_limit(key)
-            return self.run(*args)
+                                               self.written, changing=changing)  # fmt: skip
         out = one(args)
         self.reason = one.failed
         return out
 
-    def _warn_limit(self, key: tuple) -> None:
+    def _changing(self, key: tuple) -> str:
         captured = [k for k, one in self.entries.items() if one.entry is not None]
-        changing = _changing(key, captured, self.trace)
-        self.graphs.warn_once("limit", limit_message(self.graphs.limit, changing))
+        return _changing(key, captured, self.trace)
 
 
 UNAVAILABLE = (

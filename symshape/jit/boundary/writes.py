@@ -133,11 +133,7 @@ def changes(c, before: tuple) -> list:
 
 def _rekey(c: dict, key, new) -> None:
     """``c`` with ``key`` replaced by ``new`` in place, the order kept."""
-    items = [(new if k is key else k, v) for k, v in c.items()]
-    base = collections.OrderedDict if isinstance(c, collections.OrderedDict) else dict
-    base.clear(c)
-    for k, v in items:
-        base.__setitem__(c, k, v)
+    restore(c, ("dict", [(new if k is key else k, v) for k, v in c.items()]))
 
 
 class Swapped:

@@ -63,6 +63,7 @@ from symshape.jit.guards.state import (
     global_state_change,
     holds,
     is_plain_object,
+    python_class,
     snapshot,
     user_class,
 )
@@ -856,7 +857,7 @@ def _made_by_the_call(b: Builder | None, roots: list):
     def made(x) -> bool:
         nonlocal known
         t = type(x)
-        if t is not object and not user_class(t) and not _python_class(t):
+        if t is not object and not user_class(t) and not python_class(t):
             return False
         if known is None:
             known = outputs.reachable(
@@ -865,20 +866,6 @@ def _made_by_the_call(b: Builder | None, roots: list):
         return id(x) not in known
 
     return made
-
-
-def _python_class(t: type) -> bool:
-    """A class written in Python all the way down (no C base but ``object``, no
-    ``__new__`` of its own), or ``SimpleNamespace``: an instance is its
-    attributes, so one made again from them is what its class would make."""
-    if t is types.SimpleNamespace:
-        return True
-    return t.__new__ is object.__new__ and all(
-        k is object or k.__flags__ & _HEAPTYPE for k in t.__mro__
-    )
-
-
-_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
 
 
 def _globals_read(gg) -> list:

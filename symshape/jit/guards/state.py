@@ -608,6 +608,17 @@ def user_class(cls: type) -> bool:
     return is_user_file(name) and "-packages" not in name
 
 
+def python_class(t: type) -> bool:
+    """A class written in Python all the way down (no C base but ``object``, no
+    ``__new__`` of its own), or ``SimpleNamespace``: an instance is its
+    attributes, so one made again from them is what its class would make."""
+    if t is types.SimpleNamespace:
+        return True
+    return t.__new__ is object.__new__ and all(
+        k is object or k.__flags__ & _HEAPTYPE for k in t.__mro__
+    )
+
+
 def class_dict(cls: type) -> dict:
     """The real dict behind ``cls.__dict__`` (a read-only mappingproxy), whose
     version tag moves when the class is changed."""

@@ -198,7 +198,8 @@ class PaddedCompiled:
         fresh = {k for k, i in enumerate(present) if i in self.run.padded_inputs}
         fresh |= {len(fakes)} if n_sizes else set()
         compiled = self.backend(gm, [*fakes, *sizes])
-        graph = OneGraph(compiled, self.graphs, label, fresh=frozenset(fresh))
+        graph = OneGraph(compiled, self.graphs, label, fresh=frozenset(fresh),
+                         changing=lambda: "The buckets vary")  # fmt: skip
         return _Bucket(graph, device, size_outputs, n_sizes)
 
 
@@ -210,17 +211,10 @@ class _Bucket:
         self.size_outputs = size_outputs  # outputs computed from the sizes: back to ints
 
     def __call__(self, *args):
-        from symshape.jit.backends.cudagraphs import limit_message
-
         tensors, values = list(args[: len(args) - self.n]), args[len(args) - self.n :]
         if values:
             tensors.append(torch.tensor(values, dtype=torch.int64, device=self.device))
-        g = self.graph
-        if g.failed is None and g.captures_next(tensors) and g.graphs.count >= g.graphs.limit:
-            g.graphs.warn_once("limit", limit_message(g.graphs.limit, "The bucket sizes vary"))
-            outs = g.run(*tensors)
-        else:
-            outs = g(tensors) if g.failed is None else g.run(*tensors)
+        outs = self.graph(tensors)
         if not self.size_outputs:
             return outs
         outs = list(outs)

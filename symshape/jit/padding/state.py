@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from symshape.ir.node import TensorMeta, Var
+from symshape.ir.node import TensorMeta, Var, map_vars
 from symshape.jit.padding.errors import refuse
 from symshape.jit.padding.layout import PadDim, PadInt, pad, sizes
 from symshape.sym import expr as E
@@ -42,18 +42,8 @@ class State:
 
 
 def resolve_arg(x, st: State):
-    t = type(x)
-    if t is Var:
-        return st.env[id(x)]
-    if t is tuple:
-        return tuple(resolve_arg(y, st) for y in x)
-    if t is list:
-        return [resolve_arg(y, st) for y in x]
-    if t is slice:
-        return slice(resolve_arg(x.start, st), resolve_arg(x.stop, st), resolve_arg(x.step, st))
-    if t is dict:
-        return {k: resolve_arg(y, st) for k, y in x.items()}
-    return x
+    """An op's argument with each Var as its value in this run."""
+    return map_vars(x, st.read)
 
 
 def ints(x, phys: bool):
