@@ -678,9 +678,11 @@ class ModuleGuard:
         d = mod.__dict__
         for k in self.shadow:
             if k in d:
-                return f"{_join(self.label, k)} was set on the instance (traced: the class's)"
+                return f"{join_label(self.label, k)} was set on the instance (traced: the class's)"
         for k, s in self.reads.items():
-            r = diff(s, d.get(k, _MISSING), _join(self.label, k) if self.label else f"self.{k}")
+            r = diff(
+                s, d.get(k, _MISSING), join_label(self.label, k) if self.label else f"self.{k}"
+            )
             if r is not None:
                 return r
         return None
@@ -895,11 +897,11 @@ def hook_dicts(label: str, obj) -> list:
     for n in HOOK_DICTS:
         d = obj.__dict__.get(n)
         if isinstance(d, dict):
-            out.append((_join(label or "self", n), d))
+            out.append((join_label(label or "self", n), d))
     return out
 
 
-def _join(a: str, b: str) -> str:
+def join_label(a: str, b: str) -> str:
     return f"{a}.{b}" if a else b
 
 
