@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from symshape.ir import ASSERT, CONST, SYM, TensorMeta, Trace, Var, cse, dce, iter_vars
 from symshape.ops import grad as ops_grad
 from symshape.ops import lookup
+from symshape.ops.eager_grad import grad_op_of, recomputing_vjp
 from symshape.ops.grad import unbroadcast
 from symshape.trace.context import TraceContext
 from symshape.trace.errors import TracingError
@@ -221,11 +222,17 @@ def _rule(n):
     rule = getattr(n.op, "vjp", None)
     where = f" (at {n.where.describe()})" if n.where is not None else ""
     if rule is not None and _complex(n) and not _complex_exact(n.op, rule):
+        if not (n.op.random or n.op.effect):
+            # eager autograd on the op, run again when the backward runs: the
+            # conjugates a complex gradient needs are eager's own
+            return recomputing_vjp(grad_op_of(n.op))
         raise TracingError(
             f"the gradient of `{n.op.name}` on complex tensors{where} is not supported: "
             "its gradient rule is written for real tensors (a complex gradient needs "
-            "the conjugate). Fix: compute this part on real and imaginary parts "
-            "(torch.view_as_real), or run it outside the jit-compiled function."
+            "the conjugate), and the op draws random numbers or writes in place, so it "
+            "cannot be run again for eager's gradient. Fix: compute this part on real "
+            "and imaginary parts (torch.view_as_real), or run it outside the "
+            "jit-compiled function."
         )
     if rule is None and getattr(n.op, "differentiable", True):
         raise NoGradientRuleError(

@@ -93,7 +93,7 @@ def _grad_rule(ctx, op, call, grads, paths):
     return ctx.emit(op, (call, grads, paths), {}, tuple(metas))
 
 
-def _grad_op(op: OpDef) -> OpDef:
+def grad_op_of(op: OpDef) -> OpDef:
     name = f"vjp_{op.name}"
     if name in BY_NAME:
         return BY_NAME[name]
@@ -109,7 +109,7 @@ def eager_vjp(*names: str) -> None:
         op = BY_NAME[n]
         if op.random or op.effect:
             raise ValueError(f"{n}: a random or in-place op cannot be recomputed for its gradient")
-        vjp(n)(recomputing_vjp(_grad_op(op)))
+        vjp(n)(recomputing_vjp(grad_op_of(op)))
 
 
 def recomputing_vjp(grad_op: OpDef) -> Callable:

@@ -314,11 +314,44 @@ def test_real_of_a_complex_tensor_and_its_gradient():
     check_grad(lambda z: torch.real(z) * 2 + torch.imag(z.flip(0)).sin(), make, *SIZES)
 
 
-def test_gradients_through_complex_arithmetic_are_refused_not_wrong():
-    # mul's rule is written for reals: a complex gradient needs the conjugate
-    f = symshape.jit(lambda z: torch.real(z * z))
-    with pytest.raises(symshape.TracingError, match="complex"):
-        f(torch.randn(3, dtype=torch.complex128, requires_grad=True))
+def _complex_pair(n):
+    shape = n if isinstance(n, tuple) else (n, 3)
+    z = torch.randn(shape, dtype=torch.complex128, requires_grad=True)
+    w = torch.randn(shape[-1], dtype=torch.complex128, requires_grad=True)
+    return z, w
+
+
+COMPLEX_ARITHMETIC = {
+    "mul": lambda z, w: torch.real(z * z) + (z * w).imag,
+    "div_exp": lambda z, w: (z / (w + 2)).exp(),
+    "abs_sigmoid": lambda z, w: torch.sigmoid(z * w).abs(),
+    "matmul_conj": lambda z, w: (z @ w.conj()) * 1j,
+    "scalar": lambda z, w: torch.mul(z, 2j) - w.sin(),
+}
+
+
+@pytest.mark.parametrize("fn", COMPLEX_ARITHMETIC.values(), ids=COMPLEX_ARITHMETIC.keys())
+def test_gradients_through_complex_arithmetic_are_eagers(fn):
+    # rules written for reals lack the conjugate: eager's autograd runs for them
+    check_grad(fn, _complex_pair, *SIZES)
+
+
+def test_complex_gradient_through_view_as_complex_of_a_real_leaf():
+    # test_compile_complex_conj of PyTorch's dynamo suite: real leaf, complex math
+    def make(n):
+        return (torch.randn(n, 2, requires_grad=True),)
+
+    check_grad(lambda x: torch.view_as_real(torch.mul(torch.view_as_complex(x), 2j)), make, *SIZES)
+
+
+def test_complex_gradient_through_in_place_ops():
+    def fn(z, w):
+        y = z.clone()
+        y.mul_(w).add_(z)
+        y[0] *= 1j
+        return y
+
+    check_grad(fn, _complex_pair, *SIZES)
 
 
 def test_native_dropout_on_the_cpu_and_its_gradient():
