@@ -225,6 +225,8 @@ class Replay:
                 obj(v)
             elif kind == "setattr":  # a class's attribute (`type(self).count += n`)
                 setattr(obj, key, v)
+            elif kind == "parameter":  # `self.w = nn.Parameter(...)`: a Parameter, as eager's
+                obj._parameters[key] = v
             else:  # "buffer"
                 obj._buffers[key] = v
         return result

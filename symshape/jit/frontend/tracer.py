@@ -769,13 +769,8 @@ def _stores(b: Builder, object_writes: list, module_writes: dict, slot_writes: l
         if not same(old, value):
             out.append((b.module_paths[id(mod)], "module", attr, value))
     for mod, slot, k, value in slot_writes:
-        if slot == "_parameters":
-            raise TracingError(
-                f"the traced code assigns a new parameter {k!r} of {type(mod).__name__}; a trace "
-                "cannot replace parameters. Fix: update it in place under torch.no_grad() "
-                "(p.copy_(new)), or outside the jit-compiled function."
-            )
-        out.append((b.module_paths[id(mod)], "buffer", k, value))
+        kind = "parameter" if slot == "_parameters" else "buffer"
+        out.append((b.module_paths[id(mod)], kind, k, value))
     return out
 
 
@@ -839,7 +834,7 @@ def _output(
     lv, sv = outputs.flatten([v for _, _, _, v in stores], refs=refs, fresh=True)
     converted = [_convert(ctx, x) for x in lr + lv]
     writes = [(t, kind, key) for t, (_, kind, key, _) in zip(targets, stores)]
-    modules = any(kind in ("module", "buffer") for _, kind, _ in writes)
+    modules = any(kind in ("module", "buffer", "parameter") for _, kind, _ in writes)
     replay = Replay((tuple, [sr, sv]), resolver(refs.paths, b.globals), writes, modules)
     return tuple(converted), replay, replay
 
