@@ -20,7 +20,7 @@ from symshape.sym import DataDependentError
 from symshape.sym import logic as L
 from symshape.sym.source import user_location
 from symshape.trace.eager import eager_call
-from symshape.trace.errors import TracingError, unsupported_form
+from symshape.trace.errors import TracingError, UnsupportedOpError, unsupported_form
 
 
 def _getter(name: str, fn, *targets):
@@ -111,6 +111,20 @@ def _is_contiguous(ctx, t, memory_format=torch.contiguous_format):
                 return False
             expected = expected * m.shape[d]
     return True
+
+
+def _storage_offset(ctx, t):
+    """0 for a tensor an allocating op made in this trace (``x.clone()``, what
+    ``_make_wrapper_subclass`` callers read); another's (an input, a view) is
+    its run's own: the query runs eagerly, at a split, as an op with no rule."""
+    if id(t._ss_var) in ctx.allocated:
+        return 0
+    raise UnsupportedOpError(
+        "Tensor.storage_offset",
+        user_location(),
+        "Only a tensor the trace allocated (its offset 0) has a traced storage offset; "
+        "an input's or a view's is read from the real tensor at a split (fullgraph=False).",
+    )
 
 
 def _numel(ctx, t):
@@ -206,6 +220,7 @@ _getter(
 )
 _getter("numel", _numel, S.numel, tensor_method("nelement"), torch.numel)
 _getter("stride", _stride, S.stride)
+_getter("storage_offset", _storage_offset, S.storage_offset)
 _getter("is_contiguous", _is_contiguous, S.is_contiguous)
 _getter("dtype", lambda ctx, t: ctx.meta(t).dtype, attribute("dtype"))
 _getter("device", lambda ctx, t: ctx.meta(t).device, attribute("device"))

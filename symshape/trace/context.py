@@ -82,6 +82,7 @@ class TraceContext:
         # ids of tensor Vars made here by an op that allocates its result (tag
         # "allocates") and not passed since to an op whose result may view them
         self.unaliased: set[int] = set()
+        self.allocated: set[int] = set()  # every such Var: its storage offset is 0
         self.float_labels: dict[int, str] = {}  # id(Var) of a float argument -> its label
         self.draw_labels: set[str] = set()  # labels of floats drawn from `random` (draws.py)
         # shape questions and proxy layouts, kept while nothing new is known (memo.py)
@@ -709,6 +710,7 @@ class TraceContext:
     def _track_fresh(self, op, node: Node) -> None:
         if "allocates" in getattr(op, "tags", ()):
             self.unaliased.update(id(v) for v in node.outputs)
+            self.allocated.update(id(v) for v in node.outputs)
         else:  # its result may be a view of its tensor arguments
             self.unaliased.difference_update(id(v) for v in node.inputs())
 
