@@ -16,6 +16,7 @@ slot is filled by ``symshape.autograd``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -101,7 +102,62 @@ def lookup(func) -> OpDef | None:
         return op
     if type(func).__name__ == "method-wrapper" and func.__name__ == "__get__":
         return REGISTRY.get(("get", getattr(func.__self__, "__name__", None)))
+    if isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return _aten_op(func)
     return None
+
+
+_ATEN_OPS: dict = {}  # OpOverload / OpOverloadPacket -> its OpDef, or None
+
+
+def _aten_op(func) -> OpDef | None:
+    """``torch.ops.aten.unsqueeze.default`` called by the program: the rule of the
+    C binding of the same name (``torch.unsqueeze``, ``Tensor.view``), which runs
+    that ATen op for the same arguments. A Python wrapper of torch's (``torch.stft``
+    pads, ``aten.stft`` does not) is never used for it. Results come back as the
+    ATen op returns them: a plain tuple or list, not a ``torch.return_types``."""
+    if func in _ATEN_OPS:
+        return _ATEN_OPS[func]
+    packet = isinstance(func, torch._ops.OpOverloadPacket)
+    name = func._qualified_op_name if packet else func._schema.name
+    namespace, _, short = name.partition("::")
+    inner = None
+    if namespace == "aten":
+        for owner in (torch._C._VariableFunctions, torch._C.TensorBase):
+            inner = REGISTRY.get(getattr(owner, short, None))
+            if inner is not None:
+                break
+    op = None if inner is None else _aten_wrapper(inner, _aten_returns(func))
+    _ATEN_OPS[func] = op
+    return op
+
+
+def _aten_returns(func) -> type | None:
+    """list for an op returning ``Tensor[]``, tuple for several results, else None."""
+    schemas = (
+        [getattr(func, o)._schema for o in func.overloads()]
+        if hasattr(func, "overloads")
+        else [func._schema]
+    )
+    kinds = {
+        list
+        if len(r) == 1 and str(r[0].type).startswith("List[")
+        else tuple
+        if len(r) > 1
+        else None
+        for r in (sc.returns for sc in schemas)
+    }
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+def _aten_wrapper(inner: OpDef, returns: type | None) -> OpDef:
+    def rule(ctx, _op, *args, **kwargs):
+        if "self" in kwargs:  # ATen's name for the first argument
+            args = (kwargs.pop("self"), *args)
+        out = inner.rule(ctx, inner, *args, **kwargs)
+        return returns(out) if returns is not None and isinstance(out, (list, tuple)) else out
+
+    return dataclasses.replace(inner, rule=rule)
 
 
 def available(source: str) -> bool:
