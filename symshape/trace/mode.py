@@ -27,7 +27,7 @@ from torch.overrides import TorchFunctionMode
 
 from symshape.sym import DataDependentError
 from symshape.sym.source import PACKAGE_DIR, is_user_file, user_location
-from symshape.trace import vmap
+from symshape.trace import nested_compile, vmap
 from symshape.trace.construction import check_building
 from symshape.trace.eager import NOT_SPLIT, eager_call
 from symshape.trace.errors import RunsEagerly, TracingError, UnsupportedOpError
@@ -248,6 +248,7 @@ def _route_python_level(patches: Patches) -> None:
     patches.add(torch.Tensor, "_make_wrapper_subclass", _wrapper_subclass_made(patches))
     patches.replace(builtins, "id", _identity_read(builtins.id, patches))
     vmap.install(patches)
+    nested_compile.install(patches)
     for name in ("trace", "script", "trace_module"):
         patches.replace(torch.jit, name, _torchscript_refused(getattr(torch.jit, name), patches))
     # `_call_impl`, not `__call__`, which programs compare (transformers' is_fx_tracing)
