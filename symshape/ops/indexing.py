@@ -294,7 +294,7 @@ def _is_mask(ctx, item) -> bool:
     return isinstance(item, torch.Tensor) and ctx.meta(item).dtype in MASK_DTYPES
 
 
-def _aten_index(ctx, op, input, indices):
+def _aten_index(ctx, op, self, indices):
     """``torch.ops.aten.index(x, [i, None, j])`` (what ``x[i, :, j]`` dispatches to,
     and what flex attention's mask functions call): ``getitem``, where every index
     tensor is advanced and the result is a copy. Python's indexing selects with a
@@ -312,7 +312,7 @@ def _aten_index(ctx, op, input, indices):
                 i.reshape(1) if isinstance(i, torch.Tensor) and ctx.meta(i).ndim == 0 else i
                 for i in items
             ]
-        out = input[tuple(items)]
+        out = self[tuple(items)]
         if all(zero_d):  # selects (or no index tensor): a view, where ATen's is a copy
             out = out.clone(memory_format=torch.contiguous_format)
     return out

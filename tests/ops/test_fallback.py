@@ -24,14 +24,15 @@ def _r(*shape, grad=True):
 # (torch function with no rule, fn, make(n)): traced at n=4, run at n=3 and n=6
 CASES = {
     "arccosh": (torch.arccosh, lambda x: torch.arccosh(x + 1.5), lambda n: (_r(n, n + 1),)),
-    "aten.atanh": (  # an operator overload packet: the overload is chosen at run time
-        torch.ops.aten.atanh,
-        lambda x: torch.ops.aten.atanh(x * 0.5),
+    # ATen ops by name with no rule (those whose C binding has one take its rule)
+    "aten.special_ndtri": (  # an operator overload packet: the overload is chosen at run time
+        torch.ops.aten.special_ndtri,
+        lambda x: torch.ops.aten.special_ndtri(x * 0.5 + 0.25),
         lambda n: (_r(n, 2),),
     ),
-    "aten.asinh.default": (
-        torch.ops.aten.asinh.default,
-        lambda x: torch.ops.aten.asinh.default(x),
+    "aten.special_erfcx.default": (
+        torch.ops.aten.special_erfcx.default,
+        lambda x: torch.ops.aten.special_erfcx.default(x),
         lambda n: (_r(n, n),),
     ),
     "Tensor.arctanh": (
@@ -147,8 +148,8 @@ def test_users_custom_op_with_a_fake_impl():
 
 
 def test_data_dependent_output_refuses_under_fullgraph_and_runs_eagerly_else():
-    fn = lambda x: torch.ops.aten.masked_select.default(x, x > 0.5) * 2  # noqa: E731
-    with pytest.raises(symshape.DataDependentError, match=r"masked_select.*depends on the data"):
+    fn = lambda x: torch.ops.aten.unique_dim.default(x > 0.5, 0)[0] * 2  # noqa: E731
+    with pytest.raises(symshape.DataDependentError, match=r"unique_dim.*depends on the data"):
         symshape.jit(fn, dynamic=True, fullgraph=True)(torch.rand(4, 3))
     jf = symshape.jit(fn, dynamic=True)  # a split: the op runs eagerly (trace/eager.py)
     for n in (4, 5, 4):
