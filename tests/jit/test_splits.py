@@ -8,6 +8,8 @@ path has been seen. ``fullgraph=True`` keeps the refusal.
 
 from __future__ import annotations
 
+import gc
+import itertools
 import logging
 import warnings
 
@@ -467,3 +469,26 @@ def test_an_assertion_after_a_read_carries_the_calls_tensor():
         with pytest.raises(AssertionError) as got:
             jf(x)
         assert str(got.value) == str(want.value)
+
+
+_TICKS = itertools.count()
+
+
+def test_a_retrace_where_the_garbage_collector_ran_elsewhere_goes_on():
+    # which of the trace's tensors Python can reach at a read depends on when the
+    # collector frees a reference cycle: not part of what a path is
+    def fn(x):
+        cycle = [x * 3]
+        cycle.append(cycle)  # its tensor lives until the garbage collector runs
+        del cycle
+        if next(_TICKS) % 2:
+            gc.collect()
+        if x.sum() > 0:
+            return x + 1
+        return x - 1
+
+    jf = symshape.jit(fn)
+    for sign in (1.0, -1.0, 1.0, -1.0, -1.0):
+        x = torch.full((3,), sign)
+        torch.testing.assert_close(jf(x), x + sign)
+    assert jf.stats.splits >= 1

@@ -335,10 +335,11 @@ def _segment(
         fname = f"{name.title().replace('_', '')}Segment{j}"
         run, backward = with_backward(ctx.env, t, run, g, fname)
     run = grad_mode.restoring(t, run)
-    # what the path is up to here: its nodes, what Python can reach, the read (not
-    # what this path goes on to use: another path may use other frame values)
-    reachable = tuple(sorted(byid[i].name for i in cut.live(cut.allm[j]))) if read else ()
-    sig = hash((sig, tuple(_node_sig(n) for n in body), reachable, read and read.text))
+    # what the path is up to here: its nodes and the read. Not what Python can
+    # reach there: which proxies are alive can depend on when the garbage collector
+    # ran (a reference cycle), and a path that goes on reading a frame value the
+    # segment does not hand over is refused by its frame_in check
+    sig = hash((sig, tuple(_node_sig(n) for n in body), read and read.text))
     return Segment(
         run,
         spec,
