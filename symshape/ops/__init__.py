@@ -17,7 +17,7 @@ FAMILIES = (
     "scans", "index_scatter", "nn_functional", "shape_factories", "rnn",
     "grad_mode", "autograd_attrs",
     "views_inplace", "membership", "asserts", "fill_copy", "tensor_state", "fold", "lp_pool",
-    "profiler", "weight_norm", "grouped_mm",
+    "profiler", "weight_norm", "grouped_mm", "foreach",
 )  # fmt: skip
 GRADIENTS = (
     "elementwise_vjp", "casts_vjp", "factories_vjp", "reductions_vjp", "linalg_vjp",

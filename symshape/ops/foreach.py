@@ -1,0 +1,112 @@
+"""``torch._foreach_*``: the list ops optimizers call (``Adam(foreach=True)``,
+the default on CUDA, gradient clipping), traced as the per-tensor op on each
+entry, which is what eager's CPU kernels run and what its fused CUDA kernels
+compute elementwise::
+
+    torch._foreach_lerp_(exp_avgs, grads, 0.1)
+    # t3 = _lerp_(t0, t1, 0.1); t4 = _lerp_(t2, ...)  one node per entry
+
+An argument that is a list or tuple gives each entry its item (tensors, or a
+list of scalars); any other (a scalar, one tensor) is given whole to every entry.
+An in-place op returns the list it updated, as eager does; the others a tuple.
+Refused (eager at a split): ``addcmul``/``addcdiv`` with a tensor of scalars
+(eager reads its values), ``maximum``/``minimum`` of a scalar, and list ops
+with no per-tensor form here (``_foreach_mm``, ``_foreach_powsum``).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from symshape.ops.registry import OpDef, define, lookup
+from symshape.sym.source import user_location
+from symshape.trace.errors import UnsupportedOpError
+
+_UNARY = (
+    "abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "erf", "erfc", "exp", "expm1",
+    "floor", "frac", "lgamma", "log", "log10", "log1p", "log2", "neg", "reciprocal", "round",
+    "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "tan", "tanh", "trunc",
+)  # fmt: skip
+_BINARY = ("add", "sub", "mul", "div", "pow", "lerp", "clamp_min", "clamp_max")
+_PAIRWISE = ("maximum", "minimum")  # a tensor list only: torch.maximum takes no scalar
+_POINTWISE = ("addcmul", "addcdiv")  # (self, tensor1, tensor2, value or scalars)
+
+
+def _entries(args: tuple, kwargs: dict, i: int) -> tuple:
+    def pick(a):
+        return a[i] if isinstance(a, (list, tuple)) else a
+
+    return tuple(pick(a) for a in args), {k: pick(v) for k, v in kwargs.items()}
+
+
+def _refuse(name: str, why: str):
+    return UnsupportedOpError(f"torch.{name}", user_location(), why)
+
+
+def _checked(name: str, base: str, args: tuple, kwargs: dict) -> tuple:
+    """The arguments as the per-tensor op takes them, or the refusal."""
+    if base in _POINTWISE and len(args) > 3:  # (self, t1, t2, scalars): value=
+        args, kwargs = args[:3], {**kwargs, "value": args[3]}
+    if base in _POINTWISE and isinstance(kwargs.get("value"), torch.Tensor):
+        raise _refuse(name, "Its scalars come in a tensor, whose values eager reads.")
+    if base in _PAIRWISE and not isinstance(args[1], (list, tuple)):
+        raise _refuse(name, "Of a scalar, torch.maximum/minimum have no per-tensor form.")
+    return args, kwargs
+
+
+def _rule(name: str, base: str, in_place: bool, per_tensor):
+    def rule(ctx, op, *args, **kwargs):
+        from symshape.trace.mode import TracingMode
+
+        args, kwargs = _checked(name, base, args, kwargs)
+        lists = [a for a in (*args, *kwargs.values()) if isinstance(a, (list, tuple))]
+        n = len(lists[0]) if lists else 0
+        if any(len(a) != n for a in lists):
+            raise RuntimeError(
+                f"{name}: tensor lists must have the same number of tensors, got "
+                + ", ".join(str(len(a)) for a in lists)
+            )
+        with TracingMode(ctx, lookup):
+            outs = tuple(
+                per_tensor(*a, **k) for a, k in (_entries(args, kwargs, i) for i in range(n))
+            )
+        return args[0] if in_place else outs
+
+    return rule
+
+
+def _per_tensor(base: str, in_place: bool):
+    if base == "norm":
+        return lambda t, ord=2, dtype=None: torch.linalg.vector_norm(t, ord, dtype=dtype)
+    if base == "max":
+        return torch.max
+    if base in ("copy", "zero"):
+        return getattr(torch.Tensor, base + "_")
+    if in_place and hasattr(torch.Tensor, base + "_"):
+        return getattr(torch.Tensor, base + "_")
+    if in_place:  # maximum_ and minimum_: no Tensor method; the result written back
+        return lambda t, *a, **k: t.copy_(getattr(torch, base)(t, *a, **k))
+    return getattr(torch, base)
+
+
+def _define(name: str) -> None:
+    func = getattr(torch, name, None)
+    if func is None:  # not in this torch release
+        return
+    in_place = name.endswith("_")
+    base = name[len("_foreach_") :].rstrip("_")
+    rule = _rule(name, base, in_place, _per_tensor(base, in_place))
+    define(OpDef(name, f"torch.{name}", func, rule, effect=in_place), (func,))
+
+
+for _base in (*_UNARY, *_BINARY, *_PAIRWISE, *_POINTWISE):
+    _define(f"_foreach_{_base}")
+    _define(f"_foreach_{_base}_")
+for _name in (
+    "_foreach_norm",
+    "_foreach_max",
+    "_foreach_clone",
+    "_foreach_copy_",
+    "_foreach_zero_",
+):
+    _define(_name)
