@@ -14,6 +14,7 @@ import math
 import operator
 import re
 import threading
+import weakref
 from collections.abc import Callable
 
 import torch
@@ -83,6 +84,10 @@ class TraceContext:
         # "allocates") and not passed since to an op whose result may view them
         self.unaliased: set[int] = set()
         self.allocated: set[int] = set()  # every such Var: its storage offset is 0
+        # id(Var) -> [(id(Var), weakref to its proxy)] of the results of ops that read
+        # it and may view it: an allocated tensor none of whose views is alive is
+        # one nothing else sees, as when unaliased (may_rebind)
+        self.derived: dict[int, list] = {}
         self.float_labels: dict[int, str] = {}  # id(Var) of a float argument -> its label
         self.draw_labels: set[str] = set()  # labels of floats drawn from `random` (draws.py)
         # shape questions and proxy layouts, kept while nothing new is known (memo.py)
@@ -699,27 +704,52 @@ class TraceContext:
         if isinstance(out, TensorMeta):
             v = self.new_var("t", out)
             self.nodes.append(Node(op, a, kw, (v,), where, extra=extra))
-            self._track_fresh(op, self.nodes[-1])
-            return self.proxy(v, out)
+            proxy = self.proxy(v, out)
+            self._track_fresh(op, self.nodes[-1], (proxy,))
+            return proxy
         vs = tuple(self.new_var("t", m) for m in out)
         self.nodes.append(Node(op, a, kw, vs, where, unpack=True, extra=extra))
-        self._track_fresh(op, self.nodes[-1])
         proxies = [self.proxy(v, m) for v, m in zip(vs, out)]
+        self._track_fresh(op, self.nodes[-1], proxies)
         return tuple(proxies) if isinstance(out, tuple) else proxies
 
-    def _track_fresh(self, op, node: Node) -> None:
+    def _track_fresh(self, op, node: Node, proxies) -> None:
         if "allocates" in getattr(op, "tags", ()):
             self.unaliased.update(id(v) for v in node.outputs)
             self.allocated.update(id(v) for v in node.outputs)
-        else:  # its result may be a view of its tensor arguments
-            self.unaliased.difference_update(id(v) for v in node.inputs())
+            return
+        # its result may be a view of its tensor arguments
+        tensors = [v for v in node.outputs if isinstance(v.meta, TensorMeta)]
+        made = [(id(v), weakref.ref(p)) for v, p in zip(tensors, proxies)]
+        for v in node.inputs():
+            if isinstance(v.meta, TensorMeta):
+                self.unaliased.discard(id(v))
+                self.derived.setdefault(id(v), []).extend(made)
 
     def may_rebind(self, t) -> bool:
         """Can an in-place update of ``t`` be recorded as a new value that ``t``
         stands for from now on? Yes when nothing else may see ``t``'s memory: it
-        was made in this trace by an op that allocates its result, and no op
-        that may return a view of it has read it since."""
-        return isinstance(t, TensorProxy) and id(t._ss_var) in self.unaliased
+        was made in this trace by an op that allocates its result, and no result
+        of an op that may view it (``t[..., :2]``, ``t.detach()``), nor one made from
+        such a result, is alive: the program can no longer see the update but
+        through ``t`` (``s[..., :2] = s[..., :2].tanh()``)."""
+        if not isinstance(t, TensorProxy):
+            return False
+        v = id(t._ss_var)
+        return v in self.unaliased or (v in self.allocated and not self._views_alive(v))
+
+    def _views_alive(self, v: int) -> bool:
+        """Is a proxy alive for a result of an op that read Var ``v`` (or, through
+        it, one of their results), which may view ``v``'s memory?"""
+        todo, seen = [v], set()
+        while todo:
+            for w, ref in self.derived.get(todo.pop(), ()):
+                if ref() is not None:
+                    return True
+                if w not in seen:
+                    seen.add(w)
+                    todo.append(w)
+        return False
 
     def rebind(self, t: TensorProxy, value: TensorProxy) -> TensorProxy:
         """From now on the proxy ``t`` stands for ``value`` (the result of an
@@ -755,8 +785,9 @@ class TraceContext:
             out = [_with_grad(m, getattr(op, "differentiable", True)) for m in out]
         tvars = tuple(self.new_var("t", m) for m in out)
         self.nodes.append(Node(op, a, kw, (*svars, *tvars), self._where(), unpack=True))
-        self._track_fresh(op, self.nodes[-1])
-        return [self.proxy(v, m) for v, m in zip(tvars, out)]
+        proxies = [self.proxy(v, m) for v, m in zip(tvars, out)]
+        self._track_fresh(op, self.nodes[-1], proxies)
+        return proxies
 
     def emit_const(self, value, prefix: str = "k"):
         v = self.new_var(prefix)
