@@ -89,6 +89,16 @@ class SymNode:
     def clone(self) -> SymNode:
         return self
 
+    @property
+    def expr(self):
+        """The value as a sympy expression, for torch code that inspects a SymInt's
+        node (``has_free_unbacked_symbols``, which torch 2.15's ``flex_attention``
+        asks): symbols named by torch's prefixes, ``s`` for a size with a hint, ``u``
+        for a data-dependent one (``torch.utils._sympy.symbol``)."""
+        from symshape.trace.sympy_view import as_sympy
+
+        return as_sympy(self.ctx.env, self.value)
+
     def _new(self, value, kind: str) -> SymNode:
         return SymNode(self.ctx, value, kind)
 
