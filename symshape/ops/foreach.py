@@ -9,9 +9,11 @@ compute elementwise::
 An argument that is a list or tuple gives each entry its item (tensors, or a
 list of scalars); any other (a scalar, one tensor) is given whole to every entry.
 An in-place op returns the list it updated, as eager does; the others a tuple.
-Refused (eager at a split): ``addcmul``/``addcdiv`` with a tensor of scalars
-(eager reads its values), ``maximum``/``minimum`` of a scalar, and list ops
-with no per-tensor form here (``_foreach_mm``, ``_foreach_powsum``).
+``addcdiv`` with its scalars in a tensor (Adam's step sizes) is traced as its
+kernel computes it, where that rounds alike (float32, float64). Refused (eager
+at a split): ``addcmul`` with a tensor of scalars, ``addcdiv``'s in other
+types, ``maximum``/``minimum`` of a scalar, and list ops with no per-tensor
+form here (``_foreach_mm``, ``_foreach_powsum``).
 """
 
 from __future__ import annotations
@@ -48,10 +50,38 @@ def _checked(name: str, base: str, args: tuple, kwargs: dict) -> tuple:
     if base in _POINTWISE and len(args) > 3:  # (self, t1, t2, scalars): value=
         args, kwargs = args[:3], {**kwargs, "value": args[3]}
     if base in _POINTWISE and isinstance(kwargs.get("value"), torch.Tensor):
-        raise _refuse(name, "Its scalars come in a tensor, whose values eager reads.")
+        _check_scalars(name, base, args[0], kwargs["value"])
     if base in _PAIRWISE and not isinstance(args[1], (list, tuple)):
         raise _refuse(name, "Of a scalar, torch.maximum/minimum have no per-tensor form.")
     return args, kwargs
+
+
+_EXACT = (torch.float32, torch.float64)  # where each step of the kernel rounds as ours
+
+
+def _check_scalars(name: str, base: str, tensors, scalars) -> None:
+    """``_foreach_addcdiv_(p, a, b, scalars)`` with the scalars in a 1-d CPU tensor
+    (Adam's step sizes under ``is_compiling()``): eager reads each and runs
+    ``addcdiv_(a, b, value=s)``, whose kernel computes ``p + s * a / b`` in the
+    tensors' type; entry ``i`` is traced as that, ``s`` being ``scalars[i]``,
+    where each step rounds as the kernel's does (float32, float64; addcdiv)."""
+    m = scalars._ss_meta if hasattr(scalars, "_ss_meta") else scalars
+    dtypes = {t.dtype for t in tensors} | {m.dtype}
+    if base != "addcdiv" or not dtypes <= set(_EXACT) or m.device.type != "cpu" or m.ndim != 1:
+        raise _refuse(name, "Its scalars come in a tensor, whose values eager reads.")
+    if m.shape[0] != len(tensors):
+        raise RuntimeError(
+            f"Expected length of scalars to match input of length {len(tensors)} but got "
+            f"{m.shape[0]} instead."
+        )
+
+
+def _addcdiv_tensor_scalar(in_place: bool):
+    def entry(t, t1, t2, value):
+        quotient = value * t1 / t2
+        return t.add_(quotient) if in_place else torch.add(t, quotient)
+
+    return entry
 
 
 def _rule(name: str, base: str, in_place: bool, per_tensor):
@@ -66,10 +96,12 @@ def _rule(name: str, base: str, in_place: bool, per_tensor):
                 f"{name}: tensor lists must have the same number of tensors, got "
                 + ", ".join(str(len(a)) for a in lists)
             )
+        each = per_tensor
         with TracingMode(ctx, lookup):
-            outs = tuple(
-                per_tensor(*a, **k) for a, k in (_entries(args, kwargs, i) for i in range(n))
-            )
+            if isinstance(kwargs.get("value"), torch.Tensor):  # addcdiv's scalars tensor
+                kwargs = {**kwargs, "value": [kwargs["value"][i] for i in range(n)]}
+                each = _addcdiv_tensor_scalar(in_place)
+            outs = tuple(each(*a, **k) for a, k in (_entries(args, kwargs, i) for i in range(n)))
         return args[0] if in_place else outs
 
     return rule

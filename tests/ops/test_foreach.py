@@ -99,6 +99,37 @@ def test_a_foreach_optimizer_step(kind):
             # traced code sees is_compiling(): Adam keeps its bias corrections in
             # float32 tensors, as under torch.compile, where eager uses Python floats
             torch.testing.assert_close(q, p, atol=1e-5, rtol=1e-5)
-    assert step.stats.eager_calls == 0
-    # Adam's step size reaches addcdiv as a tensor of scalars: one split per step
-    assert step.stats.splits <= (0 if kind == "sgd" else 4)
+    assert step.stats.eager_calls == 0 and step.stats.splits == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_addcdiv_with_a_tensor_of_scalars_is_eagers_bit_for_bit(dtype):
+    # Adam's step sizes under is_compiling(): eager reads them and runs addcdiv_
+    def fn(p, a, b, scalars):
+        torch._foreach_addcdiv_(p, a, b, scalars)
+        return p, torch._foreach_addcdiv(a, b, p, scalars)
+
+    def make(n):
+        shapes = [(n, 3), (1000 + n,)]  # and a vectorized length
+        p, a, b = ([torch.randn(s, dtype=dtype) for s in shapes] for _ in range(3))
+        return p, a, [x.abs() + 0.1 for x in b], torch.randn(2)
+
+    jf = symshape.jit(fn)
+    for n in (3, 5, 8):
+        args = make(n)
+        copies = [[t.clone() for t in args[0]], *args[1:]]
+        got, want = jf(*args), fn(*copies)
+        assert all(torch.equal(x, y) for x, y in zip([*got[0], *got[1]], [*want[0], *want[1]]))
+    assert jf.stats.splits == 0
+
+
+def test_addcmul_with_a_tensor_of_scalars_runs_eagerly_at_a_split():
+    def fn(p, a, b, scalars):
+        torch._foreach_addcmul_(p, a, b, scalars)
+        return p
+
+    jf = symshape.jit(fn)
+    p, a, b = ([torch.randn(4, 3), torch.randn(5)] for _ in range(3))
+    want = fn([t.clone() for t in p], a, b, torch.tensor([0.5, 2.0]))
+    got = jf(p, a, b, torch.tensor([0.5, 2.0]))
+    assert all(torch.equal(x, y) for x, y in zip(got, want)) and jf.stats.splits >= 1
