@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import torch
 
-from symshape.ops.registry import OpDef, define, lookup
+from symshape.ops._compose import composite
+from symshape.ops.registry import OpDef, define
 from symshape.sym.source import user_location
 from symshape.trace.errors import UnsupportedOpError
 
@@ -65,14 +66,18 @@ def _check_scalars(name: str, base: str, tensors, scalars) -> None:
     ``addcdiv_(a, b, value=s)``, whose kernel computes ``p + s * a / b`` in the
     tensors' type; entry ``i`` is traced as that, ``s`` being ``scalars[i]``,
     where each step rounds as the kernel's does (float32, float64; addcdiv)."""
-    m = scalars._ss_meta if hasattr(scalars, "_ss_meta") else scalars
-    dtypes = {t.dtype for t in tensors} | {m.dtype}
-    if base != "addcdiv" or not dtypes <= set(_EXACT) or m.device.type != "cpu" or m.ndim != 1:
+    dtypes = {t.dtype for t in tensors} | {scalars.dtype}
+    if (
+        base != "addcdiv"
+        or not dtypes <= set(_EXACT)
+        or scalars.device.type != "cpu"
+        or scalars.dim() != 1
+    ):
         raise _refuse(name, "Its scalars come in a tensor, whose values eager reads.")
-    if m.shape[0] != len(tensors):
+    if scalars.shape[0] != len(tensors):
         raise RuntimeError(
             f"Expected length of scalars to match input of length {len(tensors)} but got "
-            f"{m.shape[0]} instead."
+            f"{scalars.shape[0]} instead."
         )
 
 
@@ -85,9 +90,8 @@ def _addcdiv_tensor_scalar(in_place: bool):
 
 
 def _rule(name: str, base: str, in_place: bool, per_tensor):
-    def rule(ctx, op, *args, **kwargs):
-        from symshape.trace.mode import TracingMode
-
+    @composite
+    def rule(*args, **kwargs):
         args, kwargs = _checked(name, base, args, kwargs)
         lists = [a for a in (*args, *kwargs.values()) if isinstance(a, (list, tuple))]
         n = len(lists[0]) if lists else 0
@@ -97,11 +101,10 @@ def _rule(name: str, base: str, in_place: bool, per_tensor):
                 + ", ".join(str(len(a)) for a in lists)
             )
         each = per_tensor
-        with TracingMode(ctx, lookup):
-            if isinstance(kwargs.get("value"), torch.Tensor):  # addcdiv's scalars tensor
-                kwargs = {**kwargs, "value": [kwargs["value"][i] for i in range(n)]}
-                each = _addcdiv_tensor_scalar(in_place)
-            outs = tuple(each(*a, **k) for a, k in (_entries(args, kwargs, i) for i in range(n)))
+        if isinstance(kwargs.get("value"), torch.Tensor):  # addcdiv's scalars tensor
+            kwargs = {**kwargs, "value": [kwargs["value"][i] for i in range(n)]}
+            each = _addcdiv_tensor_scalar(in_place)
+        outs = tuple(each(*a, **k) for a, k in (_entries(args, kwargs, i) for i in range(n)))
         return args[0] if in_place else outs
 
     return rule

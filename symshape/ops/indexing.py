@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import torch
 
+from symshape.ops._compose import composite
 from symshape.ops._helpers import broadcast_shapes, norm_dim, numel, require
 from symshape.ops.inplace import gains_grad, needs_grad, update
 from symshape.ops.registry import OpDef, define, register, tensor_method
@@ -294,27 +295,21 @@ def _is_mask(ctx, item) -> bool:
     return isinstance(item, torch.Tensor) and ctx.meta(item).dtype in MASK_DTYPES
 
 
-def _aten_index(ctx, op, self, indices):
+@composite
+def _aten_index(self, indices):
     """``torch.ops.aten.index(x, [i, None, j])`` (what ``x[i, :, j]`` dispatches to,
     and what flex attention's mask functions call): ``getitem``, where every index
     tensor is advanced and the result is a copy. Python's indexing selects with a
     0-d integer tensor, which places the result's dims otherwise beside a tensor
     of more dims: such an index is made 1-d there (the broadcast is the same)."""
-    from symshape.ops import lookup
-    from symshape.trace.mode import TracingMode
-
     tensors = [i for i in indices if i is not None]
-    zero_d = [ctx.meta(i).ndim == 0 and ctx.meta(i).dtype in INDEX_DTYPES for i in tensors]
+    zero_d = [i.dim() == 0 and i.dtype in INDEX_DTYPES for i in tensors]
     items = [slice(None) if i is None else i for i in indices]
-    with TracingMode(ctx, lookup):
-        if not all(zero_d):
-            items = [
-                i.reshape(1) if isinstance(i, torch.Tensor) and ctx.meta(i).ndim == 0 else i
-                for i in items
-            ]
-        out = self[tuple(items)]
-        if all(zero_d):  # selects (or no index tensor): a view, where ATen's is a copy
-            out = out.clone(memory_format=torch.contiguous_format)
+    if not all(zero_d):
+        items = [i.reshape(1) if isinstance(i, torch.Tensor) and i.dim() == 0 else i for i in items]
+    out = self[tuple(items)]
+    if all(zero_d):  # selects (or no index tensor): a view, where ATen's is a copy
+        out = out.clone(memory_format=torch.contiguous_format)
     return out
 
 

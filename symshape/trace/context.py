@@ -81,12 +81,11 @@ class TraceContext:
         # set when a retrace must decide each size comparison where made (SymBool to a bool arg)
         self.decide_comparisons = False
         # ids of tensor Vars made here by an op that allocates its result (tag
-        # "allocates") and not passed since to an op whose result may view them
-        self.unaliased: set[int] = set()
-        self.allocated: set[int] = set()  # every such Var: its storage offset is 0
+        # "allocates"): their storage offset is 0
+        self.allocated: set[int] = set()
         # id(Var) -> [(id(Var), weakref to its proxy)] of the results of ops that read
-        # it and may view it: an allocated tensor none of whose views is alive is
-        # one nothing else sees, as when unaliased (may_rebind)
+        # it and may view it: an allocated tensor none of whose views is alive is one
+        # nothing else sees (may_rebind)
         self.derived: dict[int, list] = {}
         self.float_labels: dict[int, str] = {}  # id(Var) of a float argument -> its label
         self.draw_labels: set[str] = set()  # labels of floats drawn from `random` (draws.py)
@@ -715,7 +714,6 @@ class TraceContext:
 
     def _track_fresh(self, op, node: Node, proxies) -> None:
         if "allocates" in getattr(op, "tags", ()):
-            self.unaliased.update(id(v) for v in node.outputs)
             self.allocated.update(id(v) for v in node.outputs)
             return
         # its result may be a view of its tensor arguments
@@ -723,7 +721,6 @@ class TraceContext:
         made = [(id(v), weakref.ref(p)) for v, p in zip(tensors, proxies)]
         for v in node.inputs():
             if isinstance(v.meta, TensorMeta):
-                self.unaliased.discard(id(v))
                 self.derived.setdefault(id(v), []).extend(made)
 
     def may_rebind(self, t) -> bool:
@@ -736,7 +733,7 @@ class TraceContext:
         if not isinstance(t, TensorProxy):
             return False
         v = id(t._ss_var)
-        return v in self.unaliased or (v in self.allocated and not self._views_alive(v))
+        return v in self.allocated and not self._views_alive(v)
 
     def _views_alive(self, v: int) -> bool:
         """Is a proxy alive for a result of an op that read Var ``v`` (or, through

@@ -25,19 +25,14 @@ def as_sympy(env, value):
 
 
 def _free(value) -> set:
+    """The symbols of an int or bool expression (their own ``free_symbols``), or
+    those found in a float's parts."""
+    free = getattr(value, "free_symbols", None)
+    if isinstance(free, frozenset):
+        return set(free)
     out: set = set()
-    todo = [value]
-    while todo:
-        x = todo.pop()
-        if isinstance(x, E.Symbol):
-            out.add(x)
-        elif isinstance(x, E.Expr):
-            todo.extend(x.children() if hasattr(x, "children") else ())
-        else:
-            todo.extend(getattr(x, "args", ()) or ())
-            free = getattr(x, "free_symbols", None)
-            if isinstance(free, (set, frozenset)):
-                out.update(s for s in free if isinstance(s, E.Symbol))
+    for part in getattr(value, "args", ()) or ():
+        out |= _free(part)
     return out
 
 
