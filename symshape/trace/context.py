@@ -14,7 +14,6 @@ import math
 import operator
 import re
 import threading
-import weakref
 from collections.abc import Callable
 
 import torch
@@ -26,6 +25,7 @@ from symshape.sym import logic as L
 from symshape.sym.source import user_location
 from symshape.trace import pytypes, reads
 from symshape.trace import symfloat as F
+from symshape.trace.aliasing import Aliasing
 from symshape.trace.errors import RunsEagerly, TracingError
 from symshape.trace.generator import GeneratorProxy
 from symshape.trace.proxy import TensorProxy, contiguous_strides
@@ -55,7 +55,7 @@ def current() -> TraceContext | None:
     return getattr(_tls, "ctx", None)
 
 
-class TraceContext:
+class TraceContext(Aliasing):
     def __init__(self, env: ShapeEnv | None = None):
         self.env = env or ShapeEnv()
         self.nodes: list[Node] = []
@@ -80,12 +80,7 @@ class TraceContext:
         self.layout_if_contiguous: dict[int, TensorMeta] = {}
         # set when a retrace must decide each size comparison where made (SymBool to a bool arg)
         self.decide_comparisons = False
-        # ids of tensor Vars made here by an op that allocates its result (tag
-        # "allocates"): their storage offset is 0
-        self.allocated: set[int] = set()
-        # id(Var) -> [(id(Var), weakref to its proxy)] of the results of ops that read
-        # it and may view it: an allocated tensor none of whose views is alive is one
-        # nothing else sees (may_rebind)
+        self.allocated: set[int] = set()  # aliasing.py
         self.derived: dict[int, list] = {}
         self.float_labels: dict[int, str] = {}  # id(Var) of a float argument -> its label
         self.draw_labels: set[str] = set()  # labels of floats drawn from `random` (draws.py)
@@ -711,42 +706,6 @@ class TraceContext:
         proxies = [self.proxy(v, m) for v, m in zip(vs, out)]
         self._track_fresh(op, self.nodes[-1], proxies)
         return tuple(proxies) if isinstance(out, tuple) else proxies
-
-    def _track_fresh(self, op, node: Node, proxies) -> None:
-        if "allocates" in getattr(op, "tags", ()):
-            self.allocated.update(id(v) for v in node.outputs)
-            return
-        # its result may be a view of its tensor arguments
-        tensors = [v for v in node.outputs if isinstance(v.meta, TensorMeta)]
-        made = [(id(v), weakref.ref(p)) for v, p in zip(tensors, proxies)]
-        for v in node.inputs():
-            if isinstance(v.meta, TensorMeta):
-                self.derived.setdefault(id(v), []).extend(made)
-
-    def may_rebind(self, t) -> bool:
-        """Can an in-place update of ``t`` be recorded as a new value that ``t``
-        stands for from now on? Yes when nothing else may see ``t``'s memory: it
-        was made in this trace by an op that allocates its result, and no result
-        of an op that may view it (``t[..., :2]``, ``t.detach()``), nor one made from
-        such a result, is alive: the program can no longer see the update but
-        through ``t`` (``s[..., :2] = s[..., :2].tanh()``)."""
-        if not isinstance(t, TensorProxy):
-            return False
-        v = id(t._ss_var)
-        return v in self.allocated and not self._views_alive(v)
-
-    def _views_alive(self, v: int) -> bool:
-        """Is a proxy alive for a result of an op that read Var ``v`` (or, through
-        it, one of their results), which may view ``v``'s memory?"""
-        todo, seen = [v], set()
-        while todo:
-            for w, ref in self.derived.get(todo.pop(), ()):
-                if ref() is not None:
-                    return True
-                if w not in seen:
-                    seen.add(w)
-                    todo.append(w)
-        return False
 
     def rebind(self, t: TensorProxy, value: TensorProxy) -> TensorProxy:
         """From now on the proxy ``t`` stands for ``value`` (the result of an

@@ -1,0 +1,60 @@
+"""Which tensors of a trace nothing but their own proxy can see, so that an
+in-place update of one may be recorded out of place (``TraceContext.rebind``).
+
+``allocated``: the ids of tensor Vars made by an op that allocates its result
+(tag ``"allocates"``), whose storage offset is also 0. ``derived``: for each
+tensor Var, ``(id(Var), weakref to its proxy)`` of the results of ops that read
+it and may view it. An allocated tensor none of whose views (nor views of those)
+is alive is one the program can no longer see but through ``t``:
+``s[..., :2] = s[..., :2].tanh()`` updates ``s`` after its view was dropped.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+from symshape.ir import Node, TensorMeta
+from symshape.trace.proxy import TensorProxy
+
+
+class Aliasing:
+    """Mixed into TraceContext, which sets ``allocated`` and ``derived``."""
+
+    allocated: set
+    derived: dict
+
+    def _track_fresh(self, op, node: Node, proxies) -> None:
+        if "allocates" in getattr(op, "tags", ()):
+            self.allocated.update(id(v) for v in node.outputs)
+            return
+        # its result may be a view of its tensor arguments
+        tensors = [v for v in node.outputs if isinstance(v.meta, TensorMeta)]
+        made = [(id(v), weakref.ref(p)) for v, p in zip(tensors, proxies)]
+        for v in node.inputs():
+            if isinstance(v.meta, TensorMeta):
+                self.derived.setdefault(id(v), []).extend(made)
+
+    def may_rebind(self, t) -> bool:
+        """Can an in-place update of ``t`` be recorded as a new value that ``t``
+        stands for from now on? Yes when nothing else may see ``t``'s memory: it
+        was made in this trace by an op that allocates its result, and no result
+        of an op that may view it (``t[..., :2]``, ``t.detach()``), nor one made from
+        such a result, is alive: the program can no longer see the update but
+        through ``t`` (``s[..., :2] = s[..., :2].tanh()``)."""
+        if not isinstance(t, TensorProxy):
+            return False
+        v = id(t._ss_var)
+        return v in self.allocated and not self._views_alive(v)
+
+    def _views_alive(self, v: int) -> bool:
+        """Is a proxy alive for a result of an op that read Var ``v`` (or, through
+        it, one of their results), which may view ``v``'s memory?"""
+        todo, seen = [v], set()
+        while todo:
+            for w, ref in self.derived.get(todo.pop(), ()):
+                if ref() is not None:
+                    return True
+                if w not in seen:
+                    seen.add(w)
+                    todo.append(w)
+        return False
