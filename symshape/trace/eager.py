@@ -107,6 +107,8 @@ def _standing_for(ctx, i: int, value: EagerResult):
             meta = TensorMeta(shape, x.dtype, x.device, x.requires_grad, x.stride)
             var = ctx.new_var("e", meta)
             made.append(var)
+            if x.own:  # nothing else sees its memory: updated in place as a new value
+                ctx.allocated.add(id(var))
             x = ctx.proxy(var, meta)
         out.append(x)
     ctx.split.results[i] = made

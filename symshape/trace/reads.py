@@ -99,6 +99,9 @@ class TensorValue:
     dtype: torch.dtype
     device: torch.device
     requires_grad: bool
+    # its memory is its own: no other tensor shares it (not a view, nor viewed), so
+    # an in-place update of it may be traced out of place (trace/aliasing.py)
+    own: bool = False
 
     @classmethod
     def of(cls, t: torch.Tensor, sizes: dict) -> TensorValue:
@@ -108,12 +111,24 @@ class TensorValue:
             stride = None
         else:  # its strides are those of these sizes: kept static
             shape, stride = tuple(t.shape), tuple(t.stride())
-        return cls(shape, stride, t.dtype, t.device, t.requires_grad)
+        return cls(shape, stride, t.dtype, t.device, t.requires_grad, _owns_memory(t))
 
     def __repr__(self) -> str:
         dims = ", ".join(map(str, self.shape))
         grad = ", requires_grad" if self.requires_grad else ""
         return f"a tensor {str(self.dtype)[6:]}[{dims}]{grad}"
+
+
+def _owns_memory(t: torch.Tensor) -> bool:
+    """Is ``t`` the only tensor on its memory? Not a view, and its storage held by
+    no other tensor (a view of it, a ``detach()``, what autograd saved of it)."""
+    count = getattr(torch._C, "_storage_Use_Count", None)
+    if count is None or type(t) is not torch.Tensor or t.layout is not torch.strided:
+        return False  # a subclass (a Parameter included) may hold its memory elsewhere
+    if t._is_view():
+        return False
+    # the storage's owners: t's TensorImpl and the UntypedStorage made to ask
+    return count(t.untyped_storage()._cdata) == 2
 
 
 @dataclass(frozen=True)
