@@ -12,7 +12,11 @@ stands for the new value from then on::
     y += r                      ->      t5 = _add(t4, r)      # y is t5 from here
 
 so the backward differentiates ``add``; earlier readers of ``y`` keep the old
-value, as they saw it in eager. Everywhere else (inputs, parameters, views,
+value, as they saw it in eager. A tensor the caller passed in that needs
+gradients and is not a leaf (``h = x * 2`` outside, ``h.add_(1)`` inside) is
+updated the same way when no other tensor of the call shares its memory, and
+its new value is written into the caller's tensor after the call
+(``x.copy_(value)``: eager's autograd history, ``trace/aliasing.py``). Everywhere else (inputs, parameters, views,
 no gradient needed) the op mutates at run time, exactly as eager does.
 
 An op tagged ``allocates`` always returns new memory, never an argument or a
@@ -78,12 +82,17 @@ def update(ctx, op, args: tuple, kwargs: dict | None = None):
     input = args[0]
     kwargs = kwargs or {}
     functional = BY_NAME.get(op.name[:-1]) if op.name.endswith("_") else None
-    if functional is not None and needs_grad(ctx, args, kwargs) and ctx.may_rebind(input):
-        value = functional.rule(ctx, functional, *args, **kwargs)
-        dtype = ctx.meta(input).dtype
-        if ctx.meta(value).dtype != dtype:  # eager computes in the promoted type, stores in its own
-            value = _traced(ctx, torch.Tensor.to, value, dtype)
-        return ctx.rebind(input, value)
+    if functional is not None and needs_grad(ctx, args, kwargs):
+        written = ctx.meta(input).requires_grad and ctx.may_write_back(input)
+        if written or ctx.may_rebind(input):
+            value = functional.rule(ctx, functional, *args, **kwargs)
+            dtype = ctx.meta(input).dtype
+            if ctx.meta(value).dtype != dtype:  # eager computes in the promoted type
+                value = _traced(ctx, torch.Tensor.to, value, dtype)
+            ctx.rebind(input, value)
+            if written:  # the caller's tensor takes the value after the call
+                ctx.write_back(input, "copy")
+            return input
     ctx.emit(op, args, kwargs, effect=True)
     gains_grad(ctx, input, args, kwargs)
     return input

@@ -96,12 +96,17 @@ def attribute(name: str):
     return ("get", name)
 
 
+def attribute_set(name: str):
+    """Registry key of a tensor attribute written (``x.data = y``)."""
+    return ("set", name)
+
+
 def lookup(func) -> OpDef | None:
     op = REGISTRY.get(func)
     if op is not None:
         return op
-    if type(func).__name__ == "method-wrapper" and func.__name__ == "__get__":
-        return REGISTRY.get(("get", getattr(func.__self__, "__name__", None)))
+    if type(func).__name__ == "method-wrapper" and func.__name__ in ("__get__", "__set__"):
+        return REGISTRY.get((func.__name__[2:5], getattr(func.__self__, "__name__", None)))
     if isinstance(func, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
         return _aten_op(func)
     return None

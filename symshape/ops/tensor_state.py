@@ -1,5 +1,5 @@
-"""``x.requires_grad_(flag)`` and ``x.detach_()``: a tensor's autograd state,
-changed in place.
+"""``x.requires_grad_(flag)``, ``x.detach_()`` and ``x.data = y``: a tensor's
+autograd state, or its memory, changed in place.
 
 On a tensor the trace made, the proxy stands from then on for a new value
 with the new state (as ``unsqueeze_`` does, ``ops/views_inplace.py``)::
@@ -19,13 +19,20 @@ tensor) is refused when the call would change its state: eager changes the
 caller's tensor, which a trace does not repeat. ``detach_()`` of one that
 does not require grad changes nothing and is allowed (whether the caller's
 tensor is a view, for which eager raises, is not checked).
+
+``x.data = y`` makes ``x`` stand for ``y``'s memory (``y.data``: no history),
+keeping ``x``'s own ``requires_grad``; on a tensor the caller passed in, the
+caller's tensor takes that memory after the call, as in eager
+(``trace/aliasing.py``'s writes). A tensor that requires grad and whose data
+was set stands for no value the backward can differentiate to it: using it
+in a computation that needs gradients is refused (``differentiate.py``).
 """
 
 from __future__ import annotations
 
 import torch
 
-from symshape.ops.registry import BY_NAME, register, tensor_method
+from symshape.ops.registry import BY_NAME, OpDef, attribute_set, define, register, tensor_method
 from symshape.ops.views_inplace import _made_here
 from symshape.sym.source import user_location
 from symshape.trace.errors import TracingError
@@ -135,3 +142,48 @@ def detach_(ctx, op, input):
 
 
 detach_.differentiable = False
+
+
+def _set_data(ctx, op, input, data) -> None:
+    """``input.data = data``."""
+    if not isinstance(data, torch.Tensor):
+        raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+    m, d = ctx.meta(input), ctx.meta(data)
+    if m.device.type != d.device.type:
+        raise RuntimeError(
+            "Attempted to call `variable.set_data(tensor)`, but `variable` and `tensor` have "
+            "incompatible tensor type."
+        )
+    if m.requires_grad and not (d.dtype.is_floating_point or d.dtype.is_complex):
+        raise RuntimeError(
+            "data set to a tensor that requires gradients must be floating point or complex dtype"
+        )
+    caller = getattr(input, "_ss_caller", None) is not None
+    if not caller and not _made_here(ctx, input):
+        where = user_location()
+        raise TracingError(
+            f"`x.data = y` sets the memory of a tensor the traced function received other "
+            f"than as an argument (a parameter, a buffer, a captured tensor; at "
+            f"{where.describe() if where else 'an unknown line'}); a trace does not repeat "
+            "that on later calls. Fix: set it outside the jit-compiled function."
+        )
+    value = BY_NAME["data"].rule(ctx, BY_NAME["data"], data)
+    ctx.rebind(input, value)
+    if m.requires_grad:
+        ctx.data_set.add(id(input._ss_var))
+    with torch._C.DisableTorchFunction():
+        input.data = value  # the proxy's own sizes and strides become data's
+        input.requires_grad_(m.requires_grad)
+    input._ss_meta = input._ss_var.meta = value._ss_meta.like(requires_grad=m.requires_grad)
+    if caller:
+        ctx.write_back(input, "data")
+
+
+def set_data(t: torch.Tensor, data: torch.Tensor) -> None:
+    """``t.data = data``, as a callable (the op's runtime; a trace records ``data``)."""
+    t.data = data
+
+
+_set = OpDef("set_data", "symshape.ops.tensor_state.set_data", set_data, _set_data)
+_set.differentiable = False
+define(_set, [attribute_set("data")])

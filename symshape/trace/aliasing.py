@@ -7,6 +7,12 @@ tensor Var, ``(id(Var), weakref to its proxy)`` of the results of ops that read
 it and may view it. An allocated tensor none of whose views (nor views of those)
 is alive is one the program can no longer see but through ``t``:
 ``s[..., :2] = s[..., :2].tanh()`` updates ``s`` after its view was dropped.
+
+``written``: the caller's tensors the call writes into, replayed after every
+call on that call's tensors (``jit/boundary/writes.py``), in order: ``"copy"``,
+an in-place update of an input that needs gradients recorded out of place (the
+caller's tensor then takes the value, ``x.copy_(v)``, with eager's autograd
+history); ``"data"``, ``x.data = y`` (the caller's tensor takes ``y``'s memory).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ class Aliasing:
 
     allocated: set
     derived: dict
+    written: list  # [proxy, kind, Var]: see the module's docstring
 
     def _track_fresh(self, op, node: Node, proxies) -> None:
         if "allocates" in getattr(op, "tags", ()):
@@ -58,3 +65,25 @@ class Aliasing:
                     seen.add(w)
                     todo.append(w)
         return False
+
+    def may_write_back(self, t) -> bool:
+        """Can an in-place update of ``t``, a tensor the caller passed in (not a
+        parameter) that is not a leaf, be recorded as a new value written back
+        into the caller's tensor after the call? Yes when no other tensor of the
+        call shares its memory (which would see the update at once in eager) and
+        no view of it was taken in the trace. Its leaf-ness is guarded."""
+        if type(t) is not TensorProxy or getattr(t, "_ss_caller", None) is None:
+            return False
+        if any(p is t and kind == "data" for p, kind, _ in self.written):
+            return False  # it stands for another tensor's memory now
+        if self._views_alive(id(t._ss_var)) or t._ss_input.is_leaf():
+            return False
+        return not t._ss_caller.shares_memory()
+
+    def write_back(self, t, kind: str) -> None:
+        """Replay ``t``'s current value into the caller's tensor after the call."""
+        last = next((w for w in reversed(self.written) if w[0] is t), None)
+        if kind == "copy" and last is not None and last[1] == "copy":
+            last[2] = t._ss_var  # the same write, of a later value
+            return
+        self.written.append([t, kind, t._ss_var])

@@ -82,6 +82,8 @@ class TraceContext(Aliasing):
         self.decide_comparisons = False
         self.allocated: set[int] = set()  # aliasing.py
         self.derived: dict[int, list] = {}
+        self.written: list = []
+        self.data_set: set[int] = set()  # Vars of tensors needing grad whose .data was set
         self.float_labels: dict[int, str] = {}  # id(Var) of a float argument -> its label
         self.draw_labels: set[str] = set()  # labels of floats drawn from `random` (draws.py)
         # shape questions and proxy layouts, kept while nothing new is known (memo.py)

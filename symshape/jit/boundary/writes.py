@@ -14,7 +14,11 @@ writes on the caller's objects, with this call's tensors and ints::
     acc[:] = [<input acc[0]>, <output 4>]
 
 A returned object the caller passed in comes back as the caller's own object
-(``("ref", i)`` in the output spec), so identity checks keep holding.
+(``("ref", i)`` in the output spec), so identity checks keep holding. A tensor
+argument the call writes into (an in-place update needing gradients, traced out
+of place; ``x.data = y``) is written after the call the same way::
+
+    x.copy_(<output 2>)                    # x.add_(1) of a non-leaf x
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ import collections
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import torch
 
 from symshape.jit.boundary.outputs import _concrete as concrete
 from symshape.jit.boundary.outputs import unflatten
@@ -227,6 +233,10 @@ class Replay:
                 setattr(obj, key, v)
             elif kind == "parameter":  # `self.w = nn.Parameter(...)`: a Parameter, as eager's
                 obj._parameters[key] = v
+            elif kind == "copy":  # an input updated in place (trace/aliasing.py)
+                obj.copy_(v)
+            elif kind == "data":  # `x.data = y` of an input
+                obj.data = v
             else:  # "buffer"
                 obj._buffers[key] = v
         return result
@@ -354,6 +364,57 @@ def tensor_attr_writes(b: Builder) -> list:
         for k, v in proxy.__dict__.items():
             if not k.startswith(("_ss_", "_is_param")) and before.get(k, _MISSING) is not v:
                 out.append((path, "attr", k, v))
+    return out
+
+
+class CallerTensor:
+    """A tensor the caller passed in (``TensorProxy._ss_caller``), which the call
+    may write into (``trace/aliasing.py``): where the prologue finds it."""
+
+    def __init__(self, b: Builder, item, path: str):
+        self.b, self.item, self.path = b, item, path
+        self._shares: bool | None = None
+
+    def shares_memory(self) -> bool:
+        """Does another tensor of the call share its memory? Answered from the
+        tensors seen so far; ``guard_distinct`` checks it on every call."""
+        if self._shares is None:
+            mine = self.item.example
+            self._shares = any(
+                it is not self.item and shares_memory(mine, (it.example,)) for it in self.b.tensors
+            )
+        return self._shares
+
+    def guard_distinct(self) -> None:
+        """The prologue's check that no other tensor argument shares its memory."""
+        others = [
+            p._ss_caller.item.name for _, p, _ in self.b.tensor_args if p._ss_caller is not self
+        ]
+        if others:
+            f = self.b.const(shares_memory, "_shares_memory")
+            name, label = self.item.name, self.item.label
+            self.b.fail(
+                f"{f}({name}, ({', '.join(others)},))",
+                f"{label} shares no memory with another tensor argument",
+                f"'one that shares memory with {label}'",
+            )
+
+
+def shares_memory(t: torch.Tensor, others) -> bool:
+    """Is ``t``'s storage that of one of ``others``?"""
+    p = t.untyped_storage().data_ptr()
+    return p != 0 and any(o.untyped_storage().data_ptr() == p for o in others)
+
+
+def tensor_value_writes(b: Builder, ctx) -> list:
+    """The caller's tensors the call writes into (``ctx.written``), in order, as
+    writes replayed after every call on that call's tensors."""
+    out = []
+    for proxy, kind, var in ctx.written:
+        caller = proxy._ss_caller
+        if kind == "copy":
+            caller.guard_distinct()
+        out.append((caller.path, kind, None, ctx.proxy(var, var.meta)))
     return out
 
 

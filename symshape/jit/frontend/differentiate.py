@@ -188,6 +188,8 @@ def _autograd(ctx, trace: Trace, output, out_spec, name: str) -> _Grad | None:
     forward also return what it saves (tensors, then sizes)."""
     if not torch.is_grad_enabled():
         return None
+    if ctx.data_set:
+        _no_data_set_differentiated(ctx, trace)
     inputs = [v for v in trace.inputs if _requires_grad(v)]
     if not inputs or makes_leaves(trace):
         return None
@@ -248,6 +250,31 @@ def _in_place_needing_grad(ctx, n, v) -> None:
         f"{what} (at {where}); symshape's backward does not support in-place updates. "
         f"{fix[0].upper()}{fix[1:]}."
     )
+
+
+def _no_data_set_differentiated(ctx, trace: Trace) -> None:
+    """A tensor that requires grad, whose ``.data`` the call set, used under grad
+    mode (or returned as a value the trace made): eager's gradient reaches the
+    tensor itself (``x.grad``), which the trace's backward cannot; the call runs
+    eagerly."""
+    grad_on = True
+    for n in trace.nodes:
+        if n.op is grad_mode.SET_GRAD:
+            grad_on = bool(n.args[0])
+        elif grad_on and any(id(v) in ctx.data_set for v in n.inputs()):
+            _data_set_needing_grad(ctx, n)
+
+
+def _data_set_needing_grad(ctx, n) -> None:
+    where = n.where.describe() if hasattr(n.where, "describe") else n.where
+    what = (
+        f"`{n.op.name}` (at {where}) reads a tensor that requires grad after `x.data = y` "
+        "set its memory, in a computation that needs gradients"
+    )
+    fix = "set .data outside the jit-compiled function, or compute from y instead"
+    if ctx.falls_back:
+        raise RunsEagerly(f"{what}, which symshape's backward does not support", fix)
+    raise TracingError(f"{what}; symshape's backward does not support it. Fix: {fix}.")
 
 
 def _simplify_metas(trace: Trace, env) -> None:

@@ -39,6 +39,7 @@ from symshape.jit.boundary.writes import (
     restore,
     shallow,
     tensor_attr_writes,
+    tensor_value_writes,
 )
 from symshape.jit.frontend.differentiate import (
     _passing_inputs_through,
@@ -417,6 +418,7 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
         if ran.pending is None:
             stores = _stores(b, swapped.writes(), w.writes, slot_writes()) + stored
             stores += container_writes(b, w.read_states) + tensor_attr_writes(b)
+            stores += tensor_value_writes(b, ctx)
             held = global_writes.containers if global_writes is not None else ()
             cells = frozenset(id(c) for _, c, _ in global_writes.cells) if global_writes else ()
             ran.output, ran.out_spec, ran.replay = _output(
@@ -816,6 +818,8 @@ def _output(
     ``cells``: ids of the closure cells of the functions it reached (a closure it
     returns shares them, as eager's does)."""
     tracked = {id(o): p for o, p in b.tracked.values()} if b is not None else {}
+    for t, _, _ in ctx.written:  # a tensor argument written into comes back as itself
+        tracked.setdefault(id(t), t._ss_caller.path)
     for c, _ in held:
         tracked.setdefault(id(c), b.const(c, "_w"))
     for c, _ in read:

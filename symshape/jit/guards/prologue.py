@@ -36,6 +36,7 @@ from symshape.ir import TensorMeta, Var, fmt
 from symshape.ir.printer import RESERVED
 from symshape.jit.boundary.generators import generator_input
 from symshape.jit.boundary.input_autograd import InputAutograd
+from symshape.jit.boundary.writes import CallerTensor
 from symshape.jit.frontend.policy import DYNAMIC, STATIC, DerivedDim, Dim, split_dim
 from symshape.jit.guards.layouts import dense_order, narrowed_dim, permuted_strides
 from symshape.jit.guards.module_inputs import ModuleInputs
@@ -237,6 +238,8 @@ class Builder(ObjectInputs, ModuleInputs):
             proxy = self._tensor(value, src, label, out, is_param)
             if not is_param and self.proxy_of.get(id(value)) is proxy:
                 self.tensor_args.append((value, proxy, path))
+                if getattr(proxy, "_ss_caller", None) is None:  # the first path to it
+                    proxy._ss_caller = CallerTensor(self, proxy._ss_input.item, path)
             return proxy
         if t in (bool, int, float, str) or value is None:
             return self._scalar(value, src, label, out)

@@ -1,0 +1,171 @@
+"""Tensors the caller passed in that the call writes into (issue 31): an in-place
+update of a non-leaf input that needs gradients (``h = x * 2`` outside,
+``h.add_(1)`` inside) and ``x.data = y`` (dynamo's ``test_tensor_set_data``).
+The trace records the update out of place and the caller's tensor takes the
+new value after the call (``x.copy_(v)``, ``x.data = v``), so values,
+gradients and identity are eager's. Each test traces at one shape and runs at
+others against eager, ``fullgraph=True`` where the trace must not fall back."""
+
+import pytest
+import torch
+from harness import assert_same
+
+import symshape
+from symshape import TracingError
+
+
+def _update_input(r, w):
+    y = r * w  # reads r before the update: eager's old value
+    r.add_(1.0)
+    r.mul_(w)
+    return (r * r).sum() + y.sum(), r
+
+
+def _run_both(fn, jf, n, leaf):
+    out = []
+    for f in (fn, jf):
+        r = leaf * 1
+        got = f(r, torch.linspace(-1, 1, 3))
+        (g,) = torch.autograd.grad(got[0] + got[1].sum(), leaf)
+        out.append((got, r, g))
+    return out
+
+
+def test_an_in_place_update_of_a_non_leaf_input_gives_eagers_values_gradients_identity():
+    jf = symshape.jit(_update_input, fullgraph=True)
+    for n in (4, 6, 4, 9):
+        leaf = torch.randn(n, 3, requires_grad=True)
+        (want, r_e, g_e), (got, r_j, g_j) = _run_both(_update_input, jf, n, leaf)
+        assert_same(got[0], want[0])
+        assert_same(r_j.detach(), r_e.detach())  # the caller's tensor was written
+        assert got[1] is r_j and want[1] is r_e  # returned as itself
+        assert_same(g_j, g_e)
+        assert r_j.grad_fn is not None and r_j._version > 0
+    assert jf.stats.compiles == 2
+
+
+def _update_and_read_other(r, v):
+    r.add_(1.0)
+    return (v * 2).sum()
+
+
+@pytest.mark.filterwarnings("ignore:.*runs eagerly")
+def test_an_input_sharing_memory_with_another_sees_the_update_as_in_eager():
+    leaf = torch.randn(4, 3, requires_grad=True)
+    jf = symshape.jit(_update_and_read_other)
+    r = leaf * 1
+    assert_same(jf(r, r[0].clone()), _update_and_read_other(leaf * 1, (leaf * 1)[0].clone()))
+    # v is a view of r: it sees r's update (eager's 2 * (r[0] + 1)); the prologue's check
+    # that r shares no memory rejects the trace
+    for k in (0, 2):
+        r_e, r_j = leaf * 1, leaf * 1
+        want = _update_and_read_other(r_e, r_e[k])
+        got = jf(r_j, r_j[k])
+        assert_same(got, want)
+        assert_same(r_j, r_e)
+    assert "shares no memory" in jf.stats.recompile_reasons[0]
+
+
+def test_a_leaf_that_requires_grad_raises_eagers_error():
+    jf = symshape.jit(_update_and_read_other)
+    leaf = torch.randn(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        _update_and_read_other(leaf, torch.ones(3))
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        jf(leaf, torch.ones(3))
+
+
+def _set_then_update(x, y):
+    x.data = y
+    x.add_(1)
+    return x
+
+
+def _set_both(x, y):
+    x.data = y
+    y.data = torch.zeros([0])
+    return x
+
+
+def _set_identity(x, y):
+    z = x
+    x.data = y
+    y.data = torch.zeros([0])
+    return torch.tensor(x is z)
+
+
+@pytest.mark.parametrize("fn", [_set_then_update, _set_both, _set_identity])
+def test_setting_data_of_an_argument_is_written_into_the_callers_tensor(fn):
+    jf = symshape.jit(fn, fullgraph=True)
+    grad = fn is not _set_then_update  # eager: a leaf that requires grad updated in place
+    for n in (6, 6, 8, 3):
+        ea, ja = torch.ones(n, requires_grad=grad), torch.ones(n, requires_grad=grad)
+        eb, jb = torch.arange(n, dtype=torch.float32), torch.arange(n, dtype=torch.float32)
+        eb.requires_grad_(grad)
+        jb.requires_grad_(grad)
+        want, got = fn(ea, eb), jf(ja, jb)
+        assert_same(got, want)
+        assert_same(ja, ea)
+        assert_same(jb, eb)
+        if fn is not _set_identity:
+            assert got is ja
+        if fn is _set_then_update:  # x took y's memory: y sees the update
+            assert ja.untyped_storage().data_ptr() == jb.untyped_storage().data_ptr()
+        if grad:
+            g = torch.randn(n)
+            ea.backward(g)
+            ja.backward(g.clone())
+            assert_same(ja.grad, ea.grad)
+    assert jf.stats.compiles == 2
+
+
+def _set_then_compute(x, y):
+    x.data = y
+    return x * 2
+
+
+def test_a_tensor_whose_data_was_set_used_under_autograd_runs_eagerly():
+    # eager's gradient reaches x itself (x.grad), which the trace's backward cannot
+    for n in (3, 5):
+        xe, xj = torch.ones(n, requires_grad=True), torch.ones(n, requires_grad=True)
+        y = torch.full((n,), 3.0)
+        want = _set_then_compute(xe, y)
+        with pytest.warns(UserWarning, match="runs eagerly"):
+            got = symshape.jit(_set_then_compute)(xj, y)
+        assert_same(got, want)
+        want.sum().backward()
+        got.sum().backward()
+        assert_same(xj.grad, xe.grad)
+    with pytest.raises(TracingError, match=r"after `x.data = y`"):
+        symshape.jit(_set_then_compute, fullgraph=True)(torch.ones(3, requires_grad=True), y)
+    # without gradients the trace serves it
+    jf = symshape.jit(_set_then_compute, fullgraph=True)
+    for n in (3, 5, 7):
+        x, y = torch.ones(n), torch.randn(n + 1)
+        want = _set_then_compute(x.clone(), y)
+        assert_same(jf(x, y), want)
+        assert x.shape == y.shape
+
+
+def _set_made(x, y):
+    w = x * 2
+    w.data = y
+    return w + 1, x
+
+
+def test_setting_data_of_a_tensor_the_trace_made():
+    jf = symshape.jit(_set_made, fullgraph=True)
+    for n in (2, 4, 6):
+        x, y = torch.randn(n), torch.randn(n + 3)
+        assert_same(jf(x, y), _set_made(x, y))
+
+
+def _set_not_a_tensor(x):
+    x.data = 3
+
+
+def test_setting_data_to_a_non_tensor_raises_eagers_error():
+    with pytest.raises(TypeError, match="Variable data has to be a tensor, but got int"):
+        _set_not_a_tensor(torch.ones(2))
+    with pytest.raises(TypeError, match="Variable data has to be a tensor, but got int"):
+        symshape.jit(_set_not_a_tensor, fullgraph=True)(torch.ones(2))
