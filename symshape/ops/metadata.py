@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import copy
 import operator
+import sys
 
 import torch
 
+from symshape.ops._compose import traced
 from symshape.ops._helpers import norm_dim, numel
 from symshape.ops.registry import OpDef, attribute, define, tensor_method
 from symshape.ops.strides import stride_order
@@ -19,6 +21,7 @@ from symshape.ops.views import eager_layout
 from symshape.sym import DataDependentError
 from symshape.sym import logic as L
 from symshape.sym.source import user_location
+from symshape.trace import numpy_arrays
 from symshape.trace.eager import eager_call
 from symshape.trace.errors import TracingError, UnsupportedOpError, unsupported_form
 
@@ -134,11 +137,14 @@ def _numel(ctx, t):
 def _data_read(what: str, method=None):
     """A read of the data into a Python object (``Tensor.numpy()``): with splitting
     on, it runs eagerly at a split (trace/eager.py), the continuation traced for
-    the values read; else an error naming the line."""
+    the values read; else an error naming the line (``numpy()``: a traced array,
+    ``trace/numpy_arrays.py``)."""
 
     def rule(ctx, t, *args, **kwargs):
         if method is not None and ctx.split is not None:
             return eager_call(ctx, method, what, (t, *args), kwargs, "it reads the data")
+        if method is S.numpy and "numpy" in sys.modules:  # an array of the traced tensor
+            return traced(ctx, numpy_arrays.array_of, t, *args, **kwargs)
         where = user_location()
         raise DataDependentError(
             f"`{what}` reads the data of a tensor while tracing, and that data is only known "

@@ -27,7 +27,7 @@ from torch.overrides import TorchFunctionMode
 
 from symshape.sym import DataDependentError
 from symshape.sym.source import PACKAGE_DIR, is_user_file, user_location
-from symshape.trace import nested_compile, vmap
+from symshape.trace import nested_compile, numpy_arrays, vmap
 from symshape.trace.construction import check_building
 from symshape.trace.eager import NOT_SPLIT, eager_call
 from symshape.trace.errors import RunsEagerly, TracingError, UnsupportedOpError
@@ -140,6 +140,15 @@ class TracingMode(TorchFunctionMode):
             kwargs and any(type(v) is type for v in kwargs.values())
         ):
             args, kwargs = _torch_dtypes(args, kwargs or {})
+        if any(numpy_arrays.is_array(a) for a in args):  # a traced array: its tensor
+            args = tuple(a.tensor if numpy_arrays.is_array(a) else a for a in args)
+            if func in _KEEPS_NUMPY:  # torch.from_numpy(a): a tensor on the array's memory
+                with self:
+                    return (
+                        args[0].detach()
+                        if func is torch.from_numpy
+                        else func(*args, **(kwargs or {}))
+                    )
         if func not in _KEEPS_NUMPY and (
             _has_numpy(args) or (kwargs and _has_numpy(tuple(kwargs.values())))
         ):
@@ -249,6 +258,7 @@ def _route_python_level(patches: Patches) -> None:
     patches.replace(builtins, "id", _identity_read(builtins.id, patches))
     vmap.install(patches)
     nested_compile.install(patches)
+    numpy_arrays.install(patches)
     for name in ("trace", "script", "trace_module"):
         patches.replace(torch.jit, name, _torchscript_refused(getattr(torch.jit, name), patches))
     # `_call_impl`, not `__call__`, which programs compare (transformers' is_fx_tracing)

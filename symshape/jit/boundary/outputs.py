@@ -19,6 +19,7 @@ import torch.utils._pytree as pytree
 
 from symshape.trace.errors import RunsEagerly
 from symshape.trace.generator import DefaultGeneratorProxy, GeneratorProxy
+from symshape.trace.numpy_arrays import is_array, to_numpy
 from symshape.trace.proxy import TensorProxy
 from symshape.trace.symvalues import plain
 
@@ -69,6 +70,8 @@ def flatten(
         t = type(x)
         if refs is not None and id(x) in refs:
             return ("ref", refs[id(x)])
+        if is_array(x):  # a traced NumPy array: an np.ndarray of its tensor, after the call
+            return ("call", to_numpy, [walk(x.tensor)])
         if _lazy_iterator(x):
             raise RunsEagerly(
                 f"the function returns (or stores) a lazy {t.__module__}.{t.__qualname__}, "

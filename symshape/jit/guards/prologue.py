@@ -682,6 +682,14 @@ class Builder(ObjectInputs, ModuleInputs):
         from torch._C._dynamo.guards import TensorGuards
 
         items = [i for i in self.tensors if not i.module or id(i.proxy._ss_var) in used]
+        # a tensor held under two names (lifted, and kept as a constant of a value made
+        # from it) is checked once: TensorGuards refuses a tensor passed twice
+        seen, once = {id(i.example) for i in items}, {}
+        for k, c in constants.items():
+            if id(c) not in seen:
+                seen.add(id(c))
+                once[k] = c
+        constants = once
         names = [i.name for i in items] + list(constants)
         examples = [i.example for i in items] + list(constants.values())
         if examples:
