@@ -352,14 +352,18 @@ def setitem(ctx, op, input, index, value):
         return ctx.data_dependent_op("boolean mask indexing", input, index)
     if isinstance(value, torch.Tensor):
         check_value(ctx, shape, ctx.meta(value).shape, "indexing result", True)
-    # y = x.clone(); y[:, 0] = v with a gradient: recorded out of place, trains like eager
-    if needs_grad(ctx, (input, value), {}) and ctx.may_rebind(input):
-        m = ctx.meta(input)
-        new = ctx.emit(
-            SETITEM_COPY, (input, index, value), {}, ctx.out_meta(m.shape, m.dtype, m.device)
-        )
-        ctx.rebind(input, new)
-        return
+    # y = x.clone(); y[:, 0] = v with a gradient: recorded out of place, trains like eager;
+    # on an argument that needs grad (not a leaf), written into the caller's tensor after
+    if needs_grad(ctx, (input, value), {}):
+        written = m.requires_grad and ctx.may_write_back(input)
+        if written or ctx.may_rebind(input):
+            new = ctx.emit(
+                SETITEM_COPY, (input, index, value), {}, ctx.out_meta(m.shape, m.dtype, m.device)
+            )
+            ctx.rebind(input, new)
+            if written:
+                ctx.write_back(input, "copy")
+            return
     ctx.emit(op, (input, index, value), {}, None, effect=True)
     gains_grad(ctx, input, (input, value), {})
 

@@ -169,3 +169,26 @@ def test_setting_data_to_a_non_tensor_raises_eagers_error():
         _set_not_a_tensor(torch.ones(2))
     with pytest.raises(TypeError, match="Variable data has to be a tensor, but got int"):
         symshape.jit(_set_not_a_tensor, fullgraph=True)(torch.ones(2))
+
+
+def _assign_into_input(h, v):
+    h[:, 0] = v * 2
+    return h.sum(), h
+
+
+def test_an_indexed_assignment_into_a_non_leaf_input_gives_eagers_values_and_gradients():
+    jf = symshape.jit(_assign_into_input, fullgraph=True)
+    for n in (3, 5, 3, 8):
+        a, v = torch.randn(n, 4, requires_grad=True), torch.randn(n, requires_grad=True)
+        got = []
+        for fn in (_assign_into_input, jf):
+            h = a * 1
+            out, same = fn(h, v)
+            grads = torch.autograd.grad(out + (same**2).sum(), (a, v))
+            got.append((out, h.detach().clone(), grads, same is h))
+        (want_out, want_h, want_g, _), (out, h, grads, is_h) = got
+        assert_same(out, want_out)
+        assert_same(h, want_h)
+        assert_same(grads, want_g)
+        assert is_h
+    assert jf.stats.compiles == 2
