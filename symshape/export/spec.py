@@ -68,6 +68,8 @@ class InputSpec:
 class ExportPolicy(Policy):
     """The jit's policy with rigid Dims. Floats are always constants."""
 
+    exports = True  # what a program file cannot hold is refused (a custom Function's backward)
+
     def float_dynamic(self, label: str) -> bool:
         return False
 

@@ -15,7 +15,7 @@ FAMILIES = (
     "indexing", "joins", "sorting", "datadep", "nn", "attention", "dropout", "conv", "pooling", "resize", "losses",
     "random", "special", "view_variants", "fft", "decompositions", "products",
     "scans", "index_scatter", "nn_functional", "shape_factories", "rnn",
-    "grad_mode", "autograd_attrs",
+    "grad_mode", "autograd_attrs", "custom_function",
     "views_inplace", "membership", "asserts", "fill_copy", "tensor_state", "fold", "lp_pool",
     "profiler", "weight_norm", "grouped_mm", "foreach",
 )  # fmt: skip

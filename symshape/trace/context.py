@@ -90,6 +90,7 @@ class TraceContext(Aliasing):
         self.memo: dict = {}
         self.split: SplitState | None = None  # set when reads of data split (reads.py)
         self.falls_back = False  # the call may run eagerly where it cannot be traced
+        self.exporting = False  # symshape.export's trace (tracer.py)
         self.input_ids: frozenset = frozenset()  # id()s of the call's non-tensor inputs
         # id(Var) of a 0-d int tensor of sizes (torch.div(n, 2, ...)) -> its expression
         self.int_values: dict[int, object] = {}

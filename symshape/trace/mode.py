@@ -101,6 +101,16 @@ def set_fallback(fallback: Callable) -> None:
     _fallback[0] = fallback
 
 
+# custom autograd.Functions traced with their own backward (ops/custom_function.py):
+# ``traced(ctx, cls, args)`` returns the outputs, or NOT_TRACED where it cannot trace one
+NOT_TRACED = object()
+_custom_apply: list = [None]
+
+
+def set_custom_apply(traced: Callable) -> None:
+    _custom_apply[0] = traced
+
+
 class TracingMode(TorchFunctionMode):
     def __init__(self, ctx, lookup: Callable):
         super().__init__()
@@ -585,10 +595,11 @@ def _module_call(call: Callable, patches: Patches) -> Callable:
 
 def _custom_function(apply, patches: Patches) -> Callable:
     """``torch.autograd.Function.apply`` while tracing: the forward's ops are traced
-    as usual, but a custom backward cannot be, and differentiating the forward's
-    ops instead would silently give another gradient. Where one is needed the
-    Function runs eagerly at a split of the trace (its backward is its own);
-    where the trace does not split (fullgraph, export) it is refused."""
+    as usual; where a gradient is needed, the backward is the Function's own, run
+    when the trace's backward runs (``ops/custom_function.py``). Differentiating the
+    forward's ops instead would silently give another gradient: where the Function
+    cannot be traced so, it runs eagerly at a split of the trace; where the trace
+    does not split (fullgraph, export) it is refused."""
 
     def route(cls, *args, **kwargs):
         mode = patches.current()
@@ -600,8 +611,13 @@ def _custom_function(apply, patches: Patches) -> Callable:
                 if (isinstance(a, TensorProxy) and ctx.meta(a).requires_grad)
                 or (type(a) is torch.Tensor and a.requires_grad and not a.is_meta)
             ]  # fmt: skip
-            if needs:  # its backward is eager's: the Function runs eagerly, at a split
-                why = "symshape cannot trace a custom backward"
+            traced = _custom_apply[0]
+            if needs and traced is not None and not kwargs:  # its backward runs as its own
+                out = traced(ctx, cls, args)
+                if out is not NOT_TRACED:
+                    return out
+            if needs:  # the Function runs eagerly, at a split
+                why = "symshape cannot trace this Function"
                 bound = apply.__get__(None, cls)
                 out = eager_call(ctx, bound, f"{cls.__name__}.apply", args, kwargs, why)
                 if out is not NOT_SPLIT:

@@ -299,6 +299,7 @@ def _trace_once(
     if known is not None:
         ctx.split_at_reads(SplitState(tuple(known), torch.is_inference_mode_enabled()))
     ctx.falls_back = known is not None  # not fullgraph
+    ctx.exporting = getattr(policy, "exports", False)
     b = Builder(ctx, policy, module is not None)
     draws = Draws(b, splits=bool(known))
     # symshape.jit(model) calls the module (hooks included); symshape.jit(model.forward)

@@ -1,0 +1,193 @@
+"""Custom ``autograd.Function``s applied to tensors that need gradients are
+traced (issue 31): the forward's ops are recorded, and the trace's backward
+calls the Function's own ``backward`` with a context rebuilt from what the
+forward saved and set. Each test traces at one shape and runs at others against
+eager, values and gradients, under ``fullgraph=True`` (no split)."""
+
+import pytest
+import torch
+from harness import assert_same
+
+import symshape
+
+
+class ScaledMatMul(torch.autograd.Function):
+    """A backward that is not the forward's derivative (the gradient of b is
+    tripled): differentiating the traced forward would give another answer."""
+
+    @staticmethod
+    def forward(ctx, a, b, scale):
+        ctx.save_for_backward(a, b)
+        ctx.shape = a.shape  # sizes: this call's ints when the backward runs
+        ctx.scale = scale
+        return torch.matmul(a, b) * scale
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        assert ctx.needs_input_grad == (True, True, False)
+        ga = (g @ b.t() * ctx.scale).view(ctx.shape)
+        gb = a.reshape(-1, a.shape[-1]).t() @ g.reshape(-1, g.shape[-1]) * ctx.scale * 3
+        return ga, gb, None
+
+
+def _scaled(a, b):
+    y = ScaledMatMul.apply(a.relu(), b, 2.0)
+    return (y * y).sum()
+
+
+def _grads(fn, *args, wrt=None):
+    """``fn``'s output and its gradients with respect to the arguments (``wrt``:
+    those positions only)."""
+    wrt = range(len(args)) if wrt is None else wrt
+    args = [a.detach().requires_grad_(i in wrt) for i, a in enumerate(args)]
+    out = fn(*args)
+    return (out, *torch.autograd.grad(out, [args[i] for i in wrt]))
+
+
+def test_the_functions_own_backward_gives_eagers_gradients():
+    jf = symshape.jit(_scaled, fullgraph=True)
+    for n in (4, 6, 4, 9):
+        a, b = torch.randn(n, 3), torch.randn(3, 5)
+        assert_same(_grads(jf, a, b), _grads(_scaled, a, b))
+    assert jf.stats.compiles == 2 and jf.stats.eager_calls == 0
+    assert "custom_function" in str(jf.traces()[-1].computation)
+
+
+class Split(torch.autograd.Function):
+    """Two outputs, one of them non-differentiable; setup_context style; a
+    gradient of the wrong (broadcastable) shape and a None."""
+
+    @staticmethod
+    def forward(x, w):
+        return x * w, (x > 0).sum(-1)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        _, w = inputs
+        ctx.save_for_backward(w)
+        ctx.mark_non_differentiable(output[1])
+        ctx.set_materialize_grads(False)
+
+    @staticmethod
+    def backward(ctx, g, g_count):
+        (w,) = ctx.saved_tensors
+        assert g_count is None
+        # the gradient of w left broadcast: eager's engine sums it to w's shape
+        return g * w, g * 0.5
+
+
+def _split(x, w):
+    y, count = Split.apply(x, w)
+    return y.sum() + count.sum()
+
+
+def test_setup_context_non_differentiable_outputs_and_broadcast_gradients():
+    jf = symshape.jit(_split, fullgraph=True)
+    for n in (3, 5, 3):
+        x, w = torch.randn(n, 4), torch.randn(4)
+        assert_same(_grads(jf, x, w), _grads(_split, x, w))
+
+
+class Unused(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2, x * 3
+
+    @staticmethod
+    def backward(ctx, g1, g2):
+        return g1 * 2 + g2 * 3  # g2: zeros (materialized), the second output unused
+
+
+def _first_only(x, y):
+    return (Unused.apply(x)[0] * y).sum()
+
+
+def test_an_unused_outputs_gradient_is_zeros_as_in_eager():
+    jf = symshape.jit(_first_only, fullgraph=True)
+    for n in (2, 7, 2):
+        x, y = torch.randn(n), torch.randn(n)
+        assert_same(_grads(jf, x, y), _grads(_first_only, x, y))
+
+
+class WrongShape(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.sum()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.expand(3, 3)
+
+
+def test_a_gradient_of_an_incompatible_shape_raises_eagers_error():
+    x = torch.randn(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="returned an invalid gradient at index 0"):
+        WrongShape.apply(x).backward()
+    with pytest.raises(RuntimeError, match="returned an invalid gradient at index 0"):
+        symshape.jit(_wrong_shape, fullgraph=True)(x).backward()
+
+
+def _wrong_shape(x):
+    return WrongShape.apply(x)
+
+
+def test_jit_of_a_functions_apply_itself_runs_its_backward():
+    jf = symshape.jit(ScaledMatMul.apply, fullgraph=True)
+    a, b = torch.randn(4, 3), torch.randn(3, 2)
+    got = _grads(lambda a, b: jf(a, b, 2.0).sum(), a, b)
+    want = _grads(lambda a, b: ScaledMatMul.apply(a, b, 2.0).sum(), a, b)
+    assert_same(got, want)
+
+
+class Matmul(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, inp1, inp2):
+        ctx.save_for_backward(inp2)
+        ctx.output_shape = inp1.size()
+        return torch.matmul(inp1, inp2)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (inp2,) = ctx.saved_tensors
+        return torch.mm(grad_output.squeeze(), inp2.t()).view(ctx.output_shape), None
+
+
+def _updated_output(inp1, inp2):
+    res = Matmul.apply(inp1, inp2)
+    res.add_(1.0)
+    return res.sum()
+
+
+def test_the_output_updated_in_place_as_in_dynamos_matmul_folding_test():
+    jf = symshape.jit(_updated_output, fullgraph=True)
+    for n in (4, 6):
+        a, b = torch.randn(n, 1, 2), torch.randn(2, n)
+        assert_same(_grads(jf, a, b, wrt=[0]), _grads(_updated_output, a, b, wrt=[0]))
+
+
+class Dirty(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+def _dirty(a):
+    h = a * 1
+    return Dirty.apply(h).sum()
+
+
+def test_a_function_that_marks_an_input_dirty_runs_eagerly_at_a_split():
+    jf = symshape.jit(_dirty)
+    for n in (3, 4):
+        a = torch.randn(n)
+        assert_same(_grads(jf, a), _grads(_dirty, a))
+    assert jf.stats.splits >= 1
+    with pytest.raises(symshape.TracingError, match="`Dirty` is applied to tensors that need"):
+        symshape.jit(_dirty, fullgraph=True)(torch.randn(3, requires_grad=True))
