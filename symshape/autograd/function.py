@@ -30,6 +30,7 @@ def make_function(
     n_in: int,
     optional: list | None = None,
     fresh: list | None = None,
+    written: list | None = None,
 ):
     """An autograd.Function running ``forward``/``backward``.
 
@@ -40,13 +41,19 @@ def make_function(
     output's gradient (nothing used the output): autograd then makes no zeros
     for it, and only the others are filled with zeros when absent.
     ``fresh``: positions of outputs that may view a tensor the forward made
-    (``own_memory``)."""
+    (``own_memory``). ``written``: positions of the inputs the caller's tensor of
+    which takes a new value after the call (``x.copy_(v)``, ``jit/boundary/writes.py``):
+    the backward keeps a copy of such an input it saves, as the write would
+    change what it saved."""
     lazy = optional is not None and any(optional)
     needed = [i for i, o in zip(diff_out, optional or [False] * len(diff_out)) if not o]
 
     def fwd(ctx, *args):
         res = forward(*args)
-        ctx.save_for_backward(*res[n_out : n_out + n_saved])
+        saved = res[n_out : n_out + n_saved]
+        if written:
+            saved = _before_writes(saved, [args[k] for k in written])
+        ctx.save_for_backward(*saved)
         ctx.sizes = res[n_out + n_saved :]
         outs = res[:n_out]
         if fresh:
@@ -108,6 +115,19 @@ def own_memory(outs, fresh: list, args: tuple) -> tuple:
         copy = torch.empty_strided(o.size(), o.stride(), dtype=o.dtype, device=o.device)
         outs[i] = copy.copy_(o)
     return tuple(outs)
+
+
+def _before_writes(saved, written: list) -> tuple:
+    """``saved`` with each tensor on the memory of an input the caller's tensor of
+    which will be written into after the call (it, a view of it) replaced by a
+    copy of its value now."""
+    ptrs = {w.untyped_storage().data_ptr() for w in written}
+    return tuple(
+        s.clone()
+        if isinstance(s, torch.Tensor) and s.untyped_storage().data_ptr() in ptrs
+        else s
+        for s in saved
+    )
 
 
 def _zeros_where_needed(zeros: dict, gouts: tuple) -> list:

@@ -68,15 +68,21 @@ class Aliasing:
 
     def may_write_back(self, t) -> bool:
         """Can an in-place update of ``t``, a tensor the caller passed in (not a
-        parameter) that is not a leaf, be recorded as a new value written back
-        into the caller's tensor after the call? Yes when no other tensor of the
-        call shares its memory (which would see the update at once in eager) and
-        no view of it was taken in the trace. Its leaf-ness is guarded."""
+        parameter, not a leaf that needs grad), be recorded as a new value written
+        back into the caller's tensor after the call? Yes when no other tensor of
+        the call shares its memory (which would see the update at once in eager)
+        and no view of it was taken in the trace. Its leaf-ness is guarded.
+
+        One that needs no grad takes a value that needs one as ``x[0] = y[0]``
+        gives it one: the caller's tensor is not changed before the call ends, so
+        a continuation traced at a split sees it as the call began."""
         if type(t) is not TensorProxy or getattr(t, "_ss_caller", None) is None:
             return False
         if any(p is t and kind == "data" for p, kind, _ in self.written):
             return False  # it stands for another tensor's memory now
-        if self._views_alive(id(t._ss_var)) or t._ss_input.is_leaf():
+        if self._views_alive(id(t._ss_var)):
+            return False
+        if self.meta(t).requires_grad and t._ss_input.is_leaf():
             return False
         return not t._ss_caller.shares_memory()
 

@@ -192,3 +192,64 @@ def test_an_indexed_assignment_into_a_non_leaf_input_gives_eagers_values_and_gra
         assert_same(grads, want_g)
         assert is_h
     assert jf.stats.compiles == 2
+
+
+def _scale_by(x, w):
+    x.mul_(w)  # w's gradient is x's value before the update
+    return (x * 2).sum()
+
+
+def _assign_product(x, w):
+    x[0] = w[0] * x[1].exp()  # the backward saves x[1], a view of the caller's x
+    return x.sum()
+
+
+@pytest.mark.parametrize("fn", [_scale_by, _assign_product])
+@pytest.mark.parametrize("needs_grad", [False, True], ids=["leaf", "non-leaf"])
+def test_the_backward_keeps_the_value_an_input_had_before_it_was_written(fn, needs_grad):
+    """The caller's tensor takes the new value after the call; what the backward
+    saved of it (itself, a view) is its value before, as in eager. A leaf that
+    needs no gradient and takes a value that needs one is written back too."""
+    jf = symshape.jit(fn, fullgraph=True)
+    for n in (3, 5, 3):
+        base = torch.randn(n, n, requires_grad=True)
+        w = torch.randn(n, n, requires_grad=True)
+        got = []
+        for f in (fn, jf):
+            x = base * 1 if needs_grad else base.detach().clone()
+            out = f(x, w)
+            grads = torch.autograd.grad(out, (base, w) if needs_grad else (w,))
+            got.append((out, x.detach().clone(), x.requires_grad, grads))
+        (want, want_x, want_rg, want_g), (out, x, rg, g) = got
+        assert_same(out, want)
+        assert_same(x, want_x)
+        assert rg is want_rg is True
+        assert_same(g, want_g)
+    assert jf.stats.compiles == 2
+
+
+@torch.library.custom_op("symshape_tests::gram_no_fake", mutates_args=())
+def _gram(x: torch.Tensor) -> torch.Tensor:  # no fake kernel: it runs eagerly at a split
+    return x @ x.t()
+
+
+def _assign_then_split(x, y):
+    x[0] = y[0]
+    return _gram(x.detach()) + x.sum(), x.requires_grad
+
+
+def test_a_write_into_an_input_before_a_split_leaves_its_continuation_as_the_call_began():
+    """``x[0] = y[0]`` makes the caller's x need a gradient; it is written after the
+    call, so the continuation traced at the split sees x as the call began and
+    traces the same computation before it (it had raised 'traced differently')."""
+    jf = symshape.jit(_assign_then_split, dynamic=True)
+    for n in (3, 3, 5):
+        y = torch.randn(n, n, requires_grad=True)
+        got = []
+        for f in (_assign_then_split, jf):
+            torch.manual_seed(n)
+            x = torch.randn(n, n)
+            out, rg = f(x, y)
+            got.append((out, rg, x.detach().clone(), torch.autograd.grad(out.sum(), y)))
+        assert_same(got[1], got[0])
+    assert jf.stats.splits > 0 and jf.stats.eager_calls == 0

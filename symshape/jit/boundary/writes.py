@@ -369,10 +369,11 @@ def tensor_attr_writes(b: Builder) -> list:
 
 class CallerTensor:
     """A tensor the caller passed in (``TensorProxy._ss_caller``), which the call
-    may write into (``trace/aliasing.py``): where the prologue finds it."""
+    may write into (``trace/aliasing.py``): where the prologue finds it, and the
+    trace's input ``var`` that stands for it."""
 
-    def __init__(self, b: Builder, item, path: str):
-        self.b, self.item, self.path = b, item, path
+    def __init__(self, b: Builder, item, path: str, var):
+        self.b, self.item, self.path, self.var = b, item, path, var
         self._shares: bool | None = None
 
     def shares_memory(self) -> bool:

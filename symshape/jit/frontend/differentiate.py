@@ -63,6 +63,7 @@ def with_backward(env, trace: Trace, run, grad: _Grad, name: str, backend=None):
         len(trace.inputs),
         grad.backward.optional if backend is None else None,
         views_of_made(trace, grad.n_out, storages),
+        grad.written,
     )
     # an input needing grad that no output's gradient reaches (used only through
     # `e.detach()`) enters the Function detached, as eager's graph has no edge to it:
@@ -168,6 +169,7 @@ class _Grad:
     n_out: int
     diff_out: list
     inputs: list
+    written: list  # positions of the inputs written into after the call (x.copy_(v))
 
 
 def _requires_grad(v) -> bool:
@@ -231,7 +233,12 @@ def _autograd(ctx, trace: Trace, output, out_spec, name: str) -> _Grad | None:
         sym_vars.append(fv)
     trace.output = (*leaves, *bw.saved, *sym_vars, *bw.floats)
     trace.doc += "\nreturns the outputs, then what the backward saves (tensors, then sizes)"
-    return _Grad(bw, spec, len(leaves), diff_out, inputs)
+    written = [  # the caller's tensors the call writes its new value into
+        trace.inputs.index(p._ss_caller.var)
+        for p, kind, _ in ctx.written
+        if kind == "copy" and any(p._ss_caller.var is v for v in trace.inputs)
+    ]
+    return _Grad(bw, spec, len(leaves), diff_out, inputs, written)
 
 
 def _in_place_needing_grad(ctx, n, v) -> None:

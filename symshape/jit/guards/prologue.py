@@ -239,7 +239,7 @@ class Builder(ObjectInputs, ModuleInputs):
             if not is_param and self.proxy_of.get(id(value)) is proxy:
                 self.tensor_args.append((value, proxy, path))
                 if getattr(proxy, "_ss_caller", None) is None:  # the first path to it
-                    proxy._ss_caller = CallerTensor(self, proxy._ss_input.item, path)
+                    proxy._ss_caller = CallerTensor(self, proxy._ss_input.item, path, proxy._ss_var)
             return proxy
         if t in (bool, int, float, str) or value is None:
             return self._scalar(value, src, label, out)
