@@ -123,9 +123,7 @@ def _before_writes(saved, written: list) -> tuple:
     copy of its value now."""
     ptrs = {w.untyped_storage().data_ptr() for w in written}
     return tuple(
-        s.clone()
-        if isinstance(s, torch.Tensor) and s.untyped_storage().data_ptr() in ptrs
-        else s
+        s.clone() if isinstance(s, torch.Tensor) and s.untyped_storage().data_ptr() in ptrs else s
         for s in saved
     )
 

@@ -11,9 +11,17 @@ runs, on every call, raising eager's error::
     torch._assert(n <= 3, "too many")         ->    _assert_true(b0, 'too many')
 
 and the engine knows the condition from there on.
+
+Python's ``assert t, "message"`` on a traced tensor is the same check (as
+TorchDynamo rewrites it): ``bool(t)`` asked by the jump of an assert statement
+whose message is a constant (or absent) records ``_assert_true`` instead of
+reading the value, so the trace neither splits nor is refused there.
 """
 
 from __future__ import annotations
+
+import dis
+import sys
 
 import torch
 
@@ -38,3 +46,38 @@ def assert_true(ctx, op, condition, message):
 
 
 assert_true.extra["mutates"] = ()  # reads its condition, writes no tensor
+
+
+_JUMPS_IF_TRUE = {"POP_JUMP_IF_TRUE", "POP_JUMP_FORWARD_IF_TRUE"}
+_TO_BOOL = {"TO_BOOL", "COMPARE_OP", "CONTAINS_OP", "IS_OP"}  # may ask bool() before the jump
+_CALLS = {"PRECALL", "CALL", "PUSH_NULL"}
+NOT_AN_ASSERT = object()
+_STATEMENTS: dict = {}  # (code, offset) -> the assert's message, or NOT_AN_ASSERT
+
+
+def assert_message(frame):
+    """The message of the ``assert`` statement whose condition ``frame`` is testing
+    (None for none), or ``NOT_AN_ASSERT``: its bytecode at ``f_lasti`` jumps past
+    ``raise AssertionError(<constant>)`` when true."""
+    key = (frame.f_code, frame.f_lasti)
+    found = _STATEMENTS.get(key)
+    if found is None:
+        found = _STATEMENTS[key] = _message_at(frame.f_code, frame.f_lasti)
+    return found
+
+
+def _message_at(code, offset: int):
+    ins = [i for i in dis.get_instructions(code) if i.opname not in ("CACHE", "EXTENDED_ARG")]
+    k = next((j for j, i in enumerate(ins) if i.offset == offset), None)
+    if k is None:
+        return NOT_AN_ASSERT
+    if ins[k].opname in _TO_BOOL and k + 1 < len(ins):
+        k += 1
+    if ins[k].opname not in _JUMPS_IF_TRUE or ins[k + 1].opname != "LOAD_ASSERTION_ERROR":
+        return NOT_AN_ASSERT
+    rest = [i for i in ins[k + 2 : k + 7] if i.opname not in _CALLS]
+    if rest and rest[0].opname == "RAISE_VARARGS":
+        return None
+    if len(rest) >= 2 and rest[0].opname == "LOAD_CONST" and rest[1].opname == "RAISE_VARARGS":
+        return rest[0].argval
+    return NOT_AN_ASSERT  # a message computed when the assert fails: its value is read

@@ -84,8 +84,8 @@ def tolist(x):
 
 def assert_true(condition, message):
     """``torch._assert`` of a tensor: eager's ``if not condition: raise AssertionError``."""
-    if not condition:
-        raise AssertionError(message)
+    if not condition:  # an assert statement without a message raises AssertionError()
+        raise AssertionError() if message is None else AssertionError(message)
 
 
 def add_output_grad(grad, incoming):

@@ -88,6 +88,14 @@ def is_user_file(fn: str, tdir: str | None = None) -> bool:
 
 def user_location(skip: int = 1) -> Location | None:
     """The innermost frame that belongs to neither symshape nor torch."""
+    f = user_frame(skip + 1)
+    if f is None:
+        return None
+    return Location(f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
+
+
+def user_frame(skip: int = 1):
+    """The innermost frame object that belongs to neither symshape nor torch."""
     f = sys._getframe(skip)
     tdir = _torch_dir()
     known = _USER_FILES
@@ -95,13 +103,12 @@ def user_location(skip: int = 1) -> Location | None:
         known.clear()
         known[None] = tdir
     while f is not None:
-        code = f.f_code
-        fn = code.co_filename
+        fn = f.f_code.co_filename
         user = known.get(fn)
         if user is None:
             user = known[fn] = is_user_file(fn, tdir)
         if user:
-            return Location(fn, f.f_lineno, code.co_name)
+            return f
         f = f.f_back
     return None
 

@@ -1,0 +1,66 @@
+"""``assert t, "message"`` on a traced tensor (dynamo's test_rewrite_assert_with_msg):
+checked when the trace runs, as ``torch._assert``, so the trace neither splits nor
+is refused under fullgraph; a failing call raises eager's ``AssertionError``.
+Each function is traced at one size and run at others, passing and failing.
+
+PYTEST_DONT_REWRITE: the functions' asserts must stay Python's own statements."""
+
+import pytest
+import torch
+
+import symshape
+from symshape import DataDependentError
+
+
+def _with_message(x):
+    b = x.sin()
+    assert x[0] == 3, "First dim need to be 3"  # noqa: S101
+    return x.cos() + b
+
+
+def _without_message(x):
+    assert x.sum() > 0  # noqa: S101
+    return x * 2
+
+
+def _outcome(fn, x):
+    try:
+        return fn(x)
+    except AssertionError as e:
+        return e.args
+
+
+@pytest.mark.parametrize("fullgraph", [False, True])
+@pytest.mark.parametrize("fn", [_with_message, _without_message])
+def test_an_assert_on_a_tensor_is_checked_on_every_call(fn, fullgraph):
+    jf = symshape.jit(fn, fullgraph=fullgraph, dynamic=True)
+    inputs = [torch.tensor([3.0, 4, 5]), torch.tensor([3.0, 4, 5, 6]), torch.tensor([2.0, -14, 5])]
+    for x in inputs + inputs[::-1]:
+        want, got = _outcome(fn, x), _outcome(jf, x)
+        if isinstance(want, tuple):  # eager raised: the same message (none: no args)
+            if got != want:
+                raise AssertionError(f"{got} != {want}")
+        else:
+            torch.testing.assert_close(got, want)
+    assert jf.stats.splits == 0 and jf.stats.eager_calls == 0
+    assert jf.stats.compiles == 1
+
+
+def _computed_message(x):
+    assert x.sum() > 0, f"sum of {x.shape} not positive"  # noqa: S101
+    return x * 2
+
+
+def test_an_assert_whose_message_is_computed_reads_the_value():
+    """The message is computed only when it fails: without fullgraph the trace
+    splits at the read (eager's result and error); fullgraph refuses."""
+    jf = symshape.jit(_computed_message)
+    for x in (torch.ones(3), -torch.ones(3), torch.ones(4), -torch.ones(5)):
+        want, got = _outcome(_computed_message, x), _outcome(jf, x)
+        if isinstance(want, tuple):
+            assert got == want
+        else:
+            torch.testing.assert_close(got, want)
+    assert jf.stats.splits > 0
+    with pytest.raises(DataDependentError, match="bool"):
+        symshape.jit(_computed_message, fullgraph=True)(torch.ones(3))
