@@ -21,7 +21,6 @@ reading the value, so the trace neither splits nor is refused there.
 from __future__ import annotations
 
 import dis
-import sys
 
 import torch
 
