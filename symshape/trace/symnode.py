@@ -298,7 +298,11 @@ class SymNode:
         return self.ctx.guard(self.value)
 
     def bool_(self) -> bool:
-        return self.ctx.guard(self.value)
+        ctx = self.ctx
+        undecided = ctx.env.known(self.value) is None and not ctx.has_hint(self.value)
+        if undecided and _asserted(self):  # `assert n > 0, "message"` of a data-dependent size
+            return True
+        return ctx.guard(self.value)
 
     def int_(self) -> int:
         return self.ctx.concrete_int(self.value)
@@ -374,6 +378,25 @@ builtins_str = builtins.str
 
 def _values(nodes) -> list:
     return [n.value if isinstance(n, SymNode) else n for n in nodes]
+
+
+def _asserted(node: SymNode) -> bool:
+    """Is ``bool()`` of ``node`` (undecided, no hint) asked by the user's ``assert``
+    statement with a constant message? Then it is asserted when the trace runs
+    and assumed from here on (``ops/asserts.py``), as eager raises its
+    ``AssertionError`` when it is false."""
+    import torch
+
+    from symshape.ops._compose import traced
+    from symshape.ops.asserts import NOT_AN_ASSERT, assert_message
+    from symshape.sym.source import user_frame
+
+    frame = user_frame(2)
+    message = NOT_AN_ASSERT if frame is None else assert_message(frame)
+    if message is NOT_AN_ASSERT:
+        return False
+    traced(node.ctx, torch._assert, torch.SymBool(node), message)
+    return True
 
 
 def _torch_check_error(frame) -> type[Exception]:

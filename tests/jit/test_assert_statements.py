@@ -64,3 +64,28 @@ def test_an_assert_whose_message_is_computed_reads_the_value():
     assert jf.stats.splits > 0
     with pytest.raises(DataDependentError, match="bool"):
         symshape.jit(_computed_message, fullgraph=True)(torch.ones(3))
+
+
+def _assert_count(x):
+    n = x.sum().long().item()
+    assert n >= 0, "a negative count"
+    return torch.zeros(n) + n  # n >= 0 is known from the assert on
+
+
+def _assert_count_no_message(x):
+    n = x.sum().long().item()
+    assert n > 1
+    return x * n
+
+
+@pytest.mark.parametrize("fn", [_assert_count, _assert_count_no_message])
+def test_an_assert_on_a_data_dependent_size_is_checked_on_every_call(fn):
+    """As ``torch._check``: a runtime assert, and the engine assumes it after."""
+    jf = symshape.jit(fn, fullgraph=True)
+    for x in (torch.ones(3), torch.ones(5), -torch.ones(3), torch.ones(1), torch.ones(2)):
+        want, got = _outcome(fn, x), _outcome(jf, x)
+        if isinstance(want, tuple):
+            assert got == want
+        else:
+            torch.testing.assert_close(got, want)
+    assert jf.stats.compiles <= 2
