@@ -37,8 +37,8 @@ import torch
 
 from symshape.ops.grad import needs, vjp
 from symshape.ops.registry import register
+from symshape.trace.custom_apply import NOT_TRACED, has_setup_context, set_custom_apply
 from symshape.trace.errors import TracingError
-from symshape.trace.mode import NOT_TRACED, set_custom_apply
 from symshape.trace.proxy import TensorProxy
 
 log = logging.getLogger("symshape")
@@ -173,11 +173,7 @@ def _traced_apply(ctx, cls, args: tuple, start: int):
 
 
 def _forward(cls, fctx, args: tuple):
-    setup = getattr(cls, "setup_context", None)
-    base = getattr(torch.autograd.function._SingleLevelFunction, "setup_context", None)
-    if setup is not None and getattr(setup, "__func__", setup) is not getattr(
-        base, "__func__", base
-    ):
+    if has_setup_context(cls):
         out = cls.forward(*args)  # the forward without ctx; setup_context sets it
         cls.setup_context(fctx, args, out)
         return out

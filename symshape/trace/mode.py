@@ -27,7 +27,7 @@ from torch.overrides import TorchFunctionMode
 
 from symshape.sym import DataDependentError
 from symshape.sym.source import PACKAGE_DIR, is_user_file, user_location
-from symshape.trace import nested_compile, numpy_arrays, vmap
+from symshape.trace import custom_apply, nested_compile, numpy_arrays, vmap
 from symshape.trace.construction import check_building
 from symshape.trace.eager import NOT_SPLIT, eager_call
 from symshape.trace.errors import RunsEagerly, TracingError, UnsupportedOpError
@@ -99,16 +99,6 @@ def _python_scalars(x):
 
 def set_fallback(fallback: Callable) -> None:
     _fallback[0] = fallback
-
-
-# custom autograd.Functions traced with their own backward (ops/custom_function.py):
-# ``traced(ctx, cls, args)`` returns the outputs, or NOT_TRACED where it cannot trace one
-NOT_TRACED = object()
-_custom_apply: list = [None]
-
-
-def set_custom_apply(traced: Callable) -> None:
-    _custom_apply[0] = traced
 
 
 class TracingMode(TorchFunctionMode):
@@ -287,10 +277,7 @@ def _route_python_level(patches: Patches) -> None:
     for cls, to in ((torch.SymInt, int), (torch.SymFloat, float), (torch.SymBool, bool)):
         if "__array__" not in vars(cls):
             patches.add(cls, "__array__", _as_numpy(to))
-    # a Python classmethod up to torch 2.13, a C classmethod_descriptor from 2.14: both
-    # bind to a class with __get__
-    apply = Function.__dict__["apply"]
-    patches.replace(Function, "apply", classmethod(_custom_function(apply, patches)), apply)
+    custom_apply.install(patches, Function)  # custom autograd.Functions' own backward
 
 
 def _identity_read(real_id: Callable, patches: Patches) -> Callable:
@@ -591,48 +578,6 @@ def _module_call(call: Callable, patches: Patches) -> Callable:
 
     transparent(module_call.__code__)
     return module_call
-
-
-def _custom_function(apply, patches: Patches) -> Callable:
-    """``torch.autograd.Function.apply`` while tracing: the forward's ops are traced
-    as usual; where a gradient is needed, the backward is the Function's own, run
-    when the trace's backward runs (``ops/custom_function.py``). Differentiating the
-    forward's ops instead would silently give another gradient: where the Function
-    cannot be traced so, it runs eagerly at a split of the trace; where the trace
-    does not split (fullgraph, export) it is refused."""
-
-    def route(cls, *args, **kwargs):
-        mode = patches.current()
-        if mode is not None and torch.is_grad_enabled():
-            ctx = mode.ctx
-            needs = [  # a tensor the code closed over needs one as much as a traced one
-                a
-                for a in (*args, *kwargs.values())
-                if (isinstance(a, TensorProxy) and ctx.meta(a).requires_grad)
-                or (type(a) is torch.Tensor and a.requires_grad and not a.is_meta)
-            ]  # fmt: skip
-            traced = _custom_apply[0]
-            if needs and traced is not None and not kwargs:  # its backward runs as its own
-                out = traced(ctx, cls, args)
-                if out is not NOT_TRACED:
-                    return out
-            if needs:  # the Function runs eagerly, at a split
-                why = "symshape cannot trace this Function"
-                bound = apply.__get__(None, cls)
-                out = eager_call(ctx, bound, f"{cls.__name__}.apply", args, kwargs, why)
-                if out is not NOT_SPLIT:
-                    return out
-                where = user_location()
-                raise TracingError(
-                    f"custom autograd.Function `{cls.__name__}` is applied to tensors that need "
-                    f"gradients (at {where.describe() if where else 'an unknown line'}); symshape "
-                    "cannot trace its backward, and differentiating its forward instead could "
-                    "give another gradient. Fix: call it outside the jit-compiled function, "
-                    "or under torch.no_grad() when no gradient is needed."
-                )
-        return apply.__get__(None, cls)(*args, **kwargs)
-
-    return route
 
 
 _routing = Patches(_route_python_level)

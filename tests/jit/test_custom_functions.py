@@ -191,3 +191,45 @@ def test_a_function_that_marks_an_input_dirty_runs_eagerly_at_a_split():
     assert jf.stats.splits >= 1
     with pytest.raises(symshape.TracingError, match="`Dirty` is applied to tensors that need"):
         symshape.jit(_dirty, fullgraph=True)(torch.randn(3, requires_grad=True))
+
+
+# bound at import, as libraries do (`xsoftmax = XSoftmax.apply`): eager's own apply
+# runs, which the tracer reaches through the context object it makes
+_scaled_matmul, _split_op, _dirty_op = ScaledMatMul.apply, Split.apply, Dirty.apply
+
+
+def _bound(a, b):
+    y = _scaled_matmul(a.relu(), b, 2.0)
+    p, _ = _split_op(y, b[0])
+    return (p * y).sum()
+
+
+@pytest.mark.parametrize("fullgraph", [False, True])
+def test_an_apply_bound_before_the_call_runs_the_functions_own_backward(fullgraph):
+    jf = symshape.jit(_bound, fullgraph=fullgraph, dynamic=True)
+    for n in (4, 6, 4):
+        a, b = torch.randn(n, 3), torch.randn(3, 2)
+        assert_same(_grads(jf, a, b), _grads(_bound, a, b))
+    assert jf.stats.splits == 0 and jf.stats.eager_calls == 0
+    # nothing the trace replaced stays replaced
+    assert "__init__" not in vars(torch.autograd.function.BackwardCFunction)
+    assert vars(ScaledMatMul)["forward"].__func__.__name__ == "forward"
+    assert vars(Split)["setup_context"].__func__.__name__ == "setup_context"
+
+
+def _bound_dirty(a):
+    return _dirty_op(a * 1).sum()
+
+
+@pytest.mark.filterwarnings("ignore:.*runs eagerly")
+def test_a_bound_apply_that_cannot_be_traced_runs_the_call_eagerly():
+    """Eager's apply has begun: nothing can split there, so the call runs eagerly
+    (refused with fullgraph), never with the forward's derivative."""
+    jf = symshape.jit(_bound_dirty)
+    for n in (3, 4):
+        a = torch.randn(n)
+        assert_same(_grads(jf, a), _grads(_bound_dirty, a))
+    assert jf.stats.eager_calls == 2
+    with pytest.raises(symshape.TracingError, match="`Dirty`, applied through an `apply` bound"):
+        symshape.jit(_bound_dirty, fullgraph=True)(torch.randn(3, requires_grad=True))
+    assert vars(Dirty)["forward"].__func__.__name__ == "forward"

@@ -757,10 +757,9 @@ def _function_apply(fn) -> bool:
     """Is ``fn`` a custom autograd.Function's ``apply``, bound to its class? While
     tracing, ``Function.apply`` is the tracer's (trace/mode.py), which a method bound
     before would skip."""
-    cls = getattr(fn, "__self__", None)
+    cls = getattr(fn, "__self__", None)  # a method, or a C one from torch 2.14
     return (
-        inspect.ismethod(fn)
-        and isinstance(cls, type)
+        isinstance(cls, type)
         and issubclass(cls, torch.autograd.Function)
         and fn.__name__ == "apply"
     )

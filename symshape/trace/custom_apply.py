@@ -1,0 +1,191 @@
+"""Custom ``autograd.Function``s applied while tracing.
+
+Where an input needs a gradient, the Function's backward must be its own: the
+forward's ops are traced and the trace's backward calls the Function's
+``backward`` (``ops/custom_function.py``); where it cannot be traced so, it runs
+eagerly at a split of the trace, or the call runs eagerly. Differentiating the
+forward's ops instead would silently give another gradient.
+
+Two ways in. ``Function.apply`` is replaced while tracing, which reaches
+``MyFunction.apply(x)`` looked up when called. An ``apply`` bound before the
+trace (``my_op = MyFunction.apply`` at import, the usual idiom) calls eager's
+own apply, which makes its context object (``cls._backward_cls()``) before it
+calls ``cls.forward``: ``BackwardCFunction.__init__`` is replaced too, and marks
+the class so that its ``forward``, replaced for the trace's duration, takes the
+same route and returns the traced outputs to eager's apply.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import torch
+from torch.autograd.function import BackwardCFunction
+
+from symshape.sym.source import user_location
+from symshape.trace.eager import NOT_SPLIT, eager_call
+from symshape.trace.errors import RunsEagerly, TracingError
+from symshape.trace.proxy import TensorProxy
+
+# ``traced(ctx, cls, args)`` (ops/custom_function.py) returns the outputs, or
+# NOT_TRACED where it cannot trace the Function (nothing recorded)
+NOT_TRACED = object()
+NOT_NEEDED = object()  # no input needs a gradient: eager's apply runs as it is
+_custom_apply: list = [None]
+_tls = threading.local()  # routed: applies in progress here; pending: the class a bound apply runs
+
+
+def set_custom_apply(traced: Callable) -> None:
+    _custom_apply[0] = traced
+
+
+def install(patches, Function) -> None:
+    """Replace ``Function.apply`` and ``BackwardCFunction.__init__`` until the last
+    trace ends."""
+    # a Python classmethod up to torch 2.13, a C classmethod_descriptor from 2.14: both
+    # bind to a class with __get__
+    apply = Function.__dict__["apply"]
+    patches.replace(Function, "apply", classmethod(_apply(apply, patches)), apply)
+    patches.add(BackwardCFunction, "__init__", _context_made(patches))
+
+
+def _apply(apply, patches) -> Callable:
+    def route(cls, *args, **kwargs):
+        mode = patches.current()
+        if mode is None or not torch.is_grad_enabled():
+            return apply.__get__(None, cls)(*args, **kwargs)
+        _tls.routed = getattr(_tls, "routed", 0) + 1
+        try:
+            out = _through_trace(mode.ctx, cls, args, kwargs, apply)
+            return apply.__get__(None, cls)(*args, **kwargs) if out is NOT_NEEDED else out
+        finally:
+            _tls.routed -= 1
+
+    return route
+
+
+def _through_trace(ctx, cls, args: tuple, kwargs: dict, apply=None):
+    """The outputs of ``cls`` applied to ``args`` where an input needs a gradient:
+    traced with its own backward, else run eagerly at a split (``apply``: eager's,
+    None inside eager's apply, where nothing can split); NOT_NEEDED where none does."""
+    needs = [  # a tensor the code closed over needs one as much as a traced one
+        a
+        for a in (*args, *kwargs.values())
+        if (isinstance(a, TensorProxy) and ctx.meta(a).requires_grad)
+        or (type(a) is torch.Tensor and a.requires_grad and not a.is_meta)
+    ]  # fmt: skip
+    if not needs:
+        return NOT_NEEDED
+    traced = _custom_apply[0]
+    if traced is not None and not kwargs:
+        out = traced(ctx, cls, args)
+        if out is not NOT_TRACED:
+            return out
+    where = user_location()
+    at = where.describe() if where else "an unknown line"
+    if apply is None:
+        what = (
+            f"custom autograd.Function `{cls.__name__}`, applied through an `apply` bound "
+            f"before the call (at {at}), cannot be traced with its own backward"
+        )
+        fix = (
+            f"call `{cls.__name__}.apply(...)` in the traced code (then it runs eagerly at a "
+            "split), or call it outside the jit-compiled function"
+        )
+        if ctx.falls_back:
+            raise RunsEagerly(what, fix)
+        raise TracingError(f"{what}. Fix: {fix}.")
+    why = "symshape cannot trace this Function"
+    out = eager_call(ctx, apply.__get__(None, cls), f"{cls.__name__}.apply", args, kwargs, why)
+    if out is not NOT_SPLIT:
+        return out
+    raise TracingError(
+        f"custom autograd.Function `{cls.__name__}` is applied to tensors that need "
+        f"gradients (at {at}); symshape cannot trace its backward, and differentiating its "
+        "forward instead could give another gradient. Fix: call it outside the "
+        "jit-compiled function, or under torch.no_grad() when no gradient is needed."
+    )
+
+
+def _context_made(patches) -> Callable:
+    """``BackwardCFunction.__init__`` while tracing: eager's apply of a Function is
+    starting, not through the replaced ``Function.apply`` (a bound one): its
+    ``forward`` is replaced for the trace, and marked to take the route once."""
+    base = super(BackwardCFunction, BackwardCFunction).__init__
+
+    def init(self, *args, **kwargs):
+        base(self, *args, **kwargs)
+        if patches.current() is None or getattr(_tls, "routed", 0):
+            return
+        if not torch.is_grad_enabled():
+            return
+        cls = type(self)._forward_cls
+        _replace_forward(cls, patches)
+        _tls.pending = cls
+
+    return init
+
+
+def _replace_forward(cls, patches) -> None:
+    if getattr(cls.__dict__.get("forward"), "_ss_route", False):
+        return
+    own = cls.__dict__.get("forward")
+    original = cls.forward  # the function (a staticmethod resolves to it)
+    setup_style = has_setup_context(cls)
+
+    def forward(*args):
+        mode = patches.current()
+        if mode is None or getattr(_tls, "pending", None) is not cls:
+            return original(*args)
+        _tls.pending = None
+        _tls.routed = getattr(_tls, "routed", 0) + 1
+        try:
+            out = _through_trace(mode.ctx, cls, args if setup_style else args[1:], {})
+        finally:
+            _tls.routed -= 1
+        if out is NOT_NEEDED:
+            return original(*args)
+        if setup_style:  # its setup_context ran on the trace's context already
+            _skip_setup_context(cls, patches)
+        return out
+
+    forward._ss_route = True
+    new = staticmethod(forward)
+    new._ss_route = True
+    if own is None:
+        patches.add(cls, "forward", new)
+    else:
+        patches.replace(cls, "forward", new, own)
+
+
+def _skip_setup_context(cls, patches) -> None:
+    """Eager's apply calls ``setup_context`` next, with the traced outputs: once
+    on this thread, it does nothing."""
+    _tls.skip = cls
+    if getattr(cls.__dict__.get("setup_context"), "_ss_route", False):
+        return
+    own = cls.__dict__.get("setup_context")
+    original = cls.setup_context
+
+    def setup_context(ctx, inputs, output):
+        if getattr(_tls, "skip", None) is cls:
+            _tls.skip = None
+            return None
+        return original(ctx, inputs, output)
+
+    new = staticmethod(setup_context)
+    new._ss_route = True
+    if own is None:
+        patches.add(cls, "setup_context", new)
+    else:
+        patches.replace(cls, "setup_context", new, own)
+
+
+def has_setup_context(cls) -> bool:
+    """Does ``cls`` define ``setup_context`` (its forward then takes no ctx)?"""
+    setup = getattr(cls, "setup_context", None)
+    base = getattr(torch.autograd.function._SingleLevelFunction, "setup_context", None)
+    return setup is not None and getattr(setup, "__func__", setup) is not getattr(
+        base, "__func__", base
+    )
