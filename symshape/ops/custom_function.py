@@ -23,8 +23,10 @@ Not traced (the Function runs eagerly at a split, as before): ``mark_dirty``
 (an in-place forward), a forward that returns an input as it is (eager makes
 it a view whose ``grad_fn`` is the Function's: module backward hooks' own
 ``BackwardHookFunction`` registers on it), keyword arguments, a forward that sets an attribute
-holding a traced tensor inside an object other than a list, tuple or dict, a
-tensor the code closed over that needs gradients, and ``symshape.export``.
+holding a traced tensor inside an object other than a list, tuple or dict, and
+``symshape.export``. A tensor the code closed over (an argument, a saved tensor)
+is a constant of the trace; one that needs gradients makes the computation run
+under eager autograd, which takes the Function's backward to it.
 """
 
 from __future__ import annotations
@@ -121,11 +123,16 @@ def _encode(x, tensors: list, scalars: list):
         return ("seq", t, [_encode(y, tensors, scalars) for y in x])
     if t is dict:
         return ("dict", list(x), [_encode(v, tensors, scalars) for v in x.values()])
-    if isinstance(x, torch.Tensor):
-        raise Untraced("a context attribute holding a tensor the code closed over")
     if _holds_traced(x):
         raise Untraced(f"a context attribute, a {t.__name__}, holding traced values")
     return ("c", x)
+
+
+def _lifted(ctx, x):
+    """``x``, or the trace's constant for it when it is a real tensor."""
+    if isinstance(x, torch.Tensor) and type(x) is not TensorProxy:
+        return ctx.lift(x)
+    return x
 
 
 def _holds_traced(x) -> bool:
@@ -163,8 +170,9 @@ def traced_apply(ctx, cls, args: tuple):
 def _traced_apply(ctx, cls, args: tuple, start: int):
     if ctx.exporting:
         raise Untraced("symshape.export")
-    if any(type(a) is torch.Tensor and a.requires_grad for a in args):
-        raise Untraced("a tensor the code closed over that needs gradients")
+    # a tensor the code closed over: a constant of the trace, which the computation
+    # then runs under eager autograd (its gradient reaches that tensor)
+    args = tuple(_lifted(ctx, a) for a in args)
     needs_input_grad = tuple(type(a) is TensorProxy and a.requires_grad for a in args)
     fctx = RecordingCtx(needs_input_grad)
     with torch.no_grad():
@@ -187,9 +195,8 @@ def _recorded(ctx, cls, fctx: RecordingCtx, args: tuple, out, start: int):
         raise Untraced("a forward that returns a tensor it did not compute from its inputs")
     if any(o is a for o in tensors for a in args):  # eager returns a view with its grad_fn,
         raise Untraced("a forward that returns an input as it is")  # which hooks read
-    saved = list(fctx._ss["saved"])
-    if any(s is not None and type(s) is not TensorProxy for s in saved):
-        raise Untraced("a saved tensor the code closed over")
+    # a tensor the code closed over: a constant of the trace, as an argument is
+    saved = [_lifted(ctx, s) for s in fctx._ss["saved"]]
     attrs, scalars = {}, []
     for name, value in vars(fctx).items():
         if name not in ("_ss", "needs_input_grad"):

@@ -233,3 +233,60 @@ def test_a_bound_apply_that_cannot_be_traced_runs_the_call_eagerly():
     with pytest.raises(symshape.TracingError, match="`Dirty`, applied through an `apply` bound"):
         symshape.jit(_bound_dirty, fullgraph=True)(torch.randn(3, requires_grad=True))
     assert vars(Dirty)["forward"].__func__.__name__ == "forward"
+
+
+class StrideAware(torch.autograd.Function):
+    """dynamo's test_stk_sdd_is_transposed: the backward reads its saved inputs'
+    strides, which are the captured tensors' own."""
+
+    @staticmethod
+    def forward(ctx, lhs, rhs):
+        ctx.save_for_backward(lhs, rhs)
+        return torch.full_like(lhs, 1.0)
+
+    @staticmethod
+    def backward(ctx, dy):
+        lhs, rhs = ctx.saved_tensors
+        transposed = [not t.is_contiguous() and t.stride()[0] == 1 for t in (lhs, rhs)]
+        return tuple(dy * (1.0 if t else 2.0) for t in transposed)
+
+
+def test_tensors_the_code_closed_over_get_the_functions_gradient():
+    x = torch.randn(8, 8, requires_grad=True)
+    y = torch.randn(8, 8).t().requires_grad_()
+    jf = symshape.jit(lambda: StrideAware.apply(x, y), fullgraph=True)
+    for _ in range(2):
+        x.grad = y.grad = None
+        jf().sum().backward()
+        got = (x.grad, y.grad)
+        x.grad = y.grad = None
+        StrideAware.apply(x, y).sum().backward()
+        assert_same(got, (x.grad, y.grad))
+    assert jf.stats.compiles == 1
+
+
+_SCALE = torch.tensor([2.0, -1.0, 0.5])
+
+
+class SavesAGlobal(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(_SCALE)
+        ctx.offset = _SCALE + 1  # an attribute: a tensor the code closed over
+        return x * _SCALE
+
+    @staticmethod
+    def backward(ctx, g):
+        (scale,) = ctx.saved_tensors
+        return g * scale * 3 + ctx.offset
+
+
+def _saves_a_global(x):
+    return SavesAGlobal.apply(x.sin()).sum()
+
+
+def test_a_saved_tensor_and_an_attribute_the_code_closed_over():
+    jf = symshape.jit(_saves_a_global, fullgraph=True, dynamic=True)
+    for n in (2, 4, 2):
+        x = torch.randn(n, 3)
+        assert_same(_grads(jf, x), _grads(_saves_a_global, x))
