@@ -27,7 +27,7 @@ from torch.overrides import TorchFunctionMode
 
 from symshape.sym import DataDependentError
 from symshape.sym.source import PACKAGE_DIR, is_user_file, user_location
-from symshape.trace import custom_apply, nested_compile, numpy_arrays, vmap
+from symshape.trace import custom_apply, imports, nested_compile, numpy_arrays, vmap
 from symshape.trace.construction import check_building
 from symshape.trace.eager import NOT_SPLIT, eager_call
 from symshape.trace.errors import RunsEagerly, TracingError, UnsupportedOpError
@@ -257,6 +257,7 @@ def _route_python_level(patches: Patches) -> None:
     patches.add(torch.Tensor, "_make_wrapper_subclass", _wrapper_subclass_made(patches))
     patches.replace(builtins, "id", _identity_read(builtins.id, patches))
     vmap.install(patches)
+    imports.install(patches)  # a module's first import runs outside the trace
     nested_compile.install(patches)
     numpy_arrays.install(patches)
     for name in ("trace", "script", "trace_module"):

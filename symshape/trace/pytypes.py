@@ -40,6 +40,7 @@ import torch
 from torch import nn
 
 from symshape.trace import modules
+from symshape.trace.patching import swapped_outside_traces
 from symshape.trace.proxy import TensorProxy
 
 _real_type = builtins.type
@@ -191,6 +192,21 @@ def _bind_real_type() -> None:
         if name.partition(".")[0] == "symshape" and name not in _bound and mod is not None:
             vars(mod).setdefault("type", _real_type)
             _bound.add(name)
+
+
+def _put_back() -> None:  # a module's first import while tracing (patching.py)
+    if _active:
+        builtins.type = _real_type
+        json.JSONEncoder.default = _json_default_of_python
+
+
+def _again() -> None:
+    if _active:
+        builtins.type = _Type
+        json.JSONEncoder.default = _json_default
+
+
+swapped_outside_traces(_put_back, _again)
 
 
 @contextmanager
