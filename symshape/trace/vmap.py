@@ -1,19 +1,19 @@
-"""``torch.vmap`` inside traced code: the function runs once per batch entry.
+"""``torch.vmap`` inside traced code: batched one op at a time (``batching.py``).
 
 functorch's batching wraps each argument in a ``BatchedTensor`` of its own C++
 kind, which a proxy cannot be. While a trace is recorded on this thread,
 ``torch.vmap`` (also reached as ``torch.func.vmap``) returns a function that,
-given traced tensors, calls the function on each entry of the batch dimension
-(``select``) and stacks the results along ``out_dims``: the same values, as
-``vmap``'s contract is that the function is applied to each entry on its own.
-The batch size decides how many calls there are, Python structure, so it is
-specialized with a guard. Mamba's scan (``torch._higher_order_ops.
-associative_scan``, taken while compiling) batches its combine function this
-way. Given no traced tensor, the original ``vmap`` runs.
+given traced tensors, moves each batched argument's batch dimension first,
+wraps it as a ``Batched`` entry and calls the function once under a
+``batching.Level`` mode, which computes each op on the whole batch; the
+outputs' batches are moved to ``out_dims``. The batch size decides Python
+structure only where an op without a batching rule runs once per entry: it
+is then specialized with a guard. Mamba's scan (``torch._higher_order_ops.
+associative_scan``, taken while compiling) and flex attention's
+``create_block_mask`` batch their functions this way. Given no traced tensor,
+the original ``vmap`` runs.
 
-An empty batch calls the function once, on zeros, for the shapes of its empty
-results. Refused: ``randomness`` other than ``"error"`` (each entry's draws
-would differ from vmap's) and ``chunk_size``.
+Refused: ``randomness`` other than ``"error"`` and ``chunk_size``.
 """
 
 from __future__ import annotations
@@ -25,13 +25,14 @@ import torch
 import torch.utils._pytree as pytree
 
 from symshape.sym.source import user_location
+from symshape.trace.batching import Batched, Level
 from symshape.trace.errors import UnsupportedOpError
 from symshape.trace.patching import Patches
 from symshape.trace.proxy import TensorProxy
 
 
 def _traced(x) -> bool:
-    return isinstance(x, TensorProxy)
+    return type(x) is TensorProxy or type(x) is Batched
 
 
 def _dims(dims, tree, what: str) -> list:
@@ -47,12 +48,7 @@ def _dims(dims, tree, what: str) -> list:
     return out
 
 
-def _without(shape, d: int) -> list:
-    d = d % len(shape)
-    return list(shape[:d]) + list(shape[d + 1 :])
-
-
-def _looped(vmap: Callable, func: Callable, in_dims, out_dims, randomness, chunk_size, kw):
+def _batched(vmap: Callable, func: Callable, in_dims, out_dims, randomness, chunk_size, kw):
     @functools.wraps(func)
     def batched(*args, **kwargs):
         flat = pytree.tree_leaves((args, kwargs))
@@ -68,48 +64,68 @@ def _looped(vmap: Callable, func: Callable, in_dims, out_dims, randomness, chunk
             )
         leaves, spec = pytree.tree_flatten(args)
         dims = _dims(in_dims, args, "in_dims")
+        for x, d in zip(leaves, dims):
+            if d is not None and not isinstance(x, torch.Tensor):
+                raise ValueError(
+                    f"vmap: Got in_dim={d} for an input but the input is of type {type(x)}. "
+                    "We cannot vmap over non-Tensor arguments, please use None as the "
+                    "respective in_dim"
+                )
         sizes = [x.size(d) for x, d in zip(leaves, dims) if d is not None]
         if not sizes:
             raise ValueError("vmap: at least one input must be batched (in_dims all None)")
-        n = int(sizes[0])  # how many calls: a guard keeps this batch size
-        if any(int(s) != n for s in sizes[1:]):
+        n = sizes[0]  # symbolic: an op without a batching rule makes it an int (guarded)
+        if any(s != n for s in sizes[1:]):
             raise ValueError(
                 f"vmap: expected all tensors to have the same size in the mapped dimension, "
                 f"got sizes {[int(s) for s in sizes]}"
             )
-        results, entries = [], []
-        for i in range(max(n, 1)):  # an empty batch: one entry of zeros gives the shapes
-            entry = [
-                x if d is None else x.select(d, i) if n else x.new_zeros(_without(x.shape, d))
-                for x, d in zip(leaves, dims)
+        _depth[0] += 1
+        level = Level(n, _depth[0])
+        try:
+            wrapped = [
+                x if d is None else level.wrap(x.movedim(d, 0)) for x, d in zip(leaves, dims)
             ]
-            entries.append(entry)
-            results.append(func(*pytree.tree_unflatten(entry, spec), **kwargs))
-        outs, ospec = pytree.tree_flatten(results[0])
-        per = [pytree.tree_leaves(r) for r in results]
-        odims = _dims(out_dims, results[0], "out_dims")
-        stacked = [
-            _input_returned(leaves, dims, entries, [p[k] for p in per], d, n)
-            if d is not None and n
-            else outs[k]
-            if d is None
-            else torch.stack([outs[k]], dim=d).narrow(d, 0, 0)
-            for k, d in enumerate(odims)
-        ]
-        return pytree.tree_unflatten(stacked, ospec)
+            with level:
+                result = func(*pytree.tree_unflatten(wrapped, spec), **kwargs)
+        finally:
+            _depth[0] -= 1
+        outs, ospec = pytree.tree_flatten(result)
+        odims = _dims(out_dims, result, "out_dims")
+        inputs = {id(w): (x, d) for w, x, d in zip(wrapped, leaves, dims) if d is not None}
+        return pytree.tree_unflatten(
+            [_unbatched(level, o, d, n, inputs) for o, d in zip(outs, odims)], ospec
+        )
 
     return batched
 
 
-def _input_returned(leaves, dims, entries, results, d: int, n: int):
-    """Output ``results`` (one per entry) stacked along ``d``; when every one is
-    the entry of the same input batched along ``d`` (an in-place function:
-    ``vmap(Tensor.acos_)``), that input itself, as vmap returns it."""
-    for j, (x, dj) in enumerate(zip(leaves, dims)):
-        same_dim = dj is not None and dj % x.dim() == d % x.dim()
-        if same_dim and all(r is e[j] for r, e in zip(results, entries)):
+_depth = [0]  # vmap levels entered (their names in reprs)
+
+
+def _unbatched(level: Level, out, d, n, inputs: dict):
+    """An output of the mapped function as ``vmap`` returns it: its batch moved to
+    ``d``; an input returned as it is (``vmap(Tensor.acos_)``) is that input; an
+    output that is not batched is expanded along ``d``."""
+    if d is None:
+        if level.mine(out):
+            raise ValueError(
+                "vmap: out_dims=None for an output that is batched: it has one value per "
+                "entry of the batch"
+            )
+        return out
+    if level.mine(out):
+        x, din = inputs.get(id(out), (None, None))
+        if x is not None and din % x.dim() == d % x.dim():
             return x
-    return torch.stack(results, dim=d)
+        return out._ss_value.movedim(0, d)
+    if not isinstance(out, torch.Tensor):
+        raise ValueError(
+            f"vmap: `func` must only return Tensors, got type {type(out)}. Did you mean to set "
+            "out_dims= to None for output?"
+        )
+    d = d % (out.dim() + 1)
+    return out.unsqueeze(d).expand(*out.shape[:d], n, *out.shape[d:])
 
 
 def install(patches: Patches) -> None:
@@ -123,7 +139,7 @@ def install(patches: Patches) -> None:
     def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None, **kw):
         if patches.current() is None:  # another thread, not tracing
             return original(func, in_dims, out_dims, randomness, chunk_size=chunk_size, **kw)
-        return _looped(original, func, in_dims, out_dims, randomness, chunk_size, kw)
+        return _batched(original, func, in_dims, out_dims, randomness, chunk_size, kw)
 
     for owner in (torch, torch.func, apis):
         if getattr(owner, "vmap", None) is original:

@@ -1,6 +1,7 @@
-"""``torch.vmap`` inside traced code runs the function once per batch entry and
-stacks the results (symshape/trace/vmap.py): traced at one shape, run at others
-against eager's vmap, values and gradients; the batch size is a guard."""
+"""``torch.vmap`` inside traced code, batched one op at a time (symshape/trace/
+vmap.py, batching.py): elementwise ops and advanced indexing broadcast over the
+batch, other ops run once per entry; traced at one shape, run at others against
+eager's vmap, values and gradients."""
 
 import pytest
 import torch
@@ -58,3 +59,95 @@ def test_vmap_outside_traces_is_torchs_own():
     assert torch.equal(symshape.jit(lambda x: torch.vmap(torch.sin)(x))(x), x.sin())
     assert (torch.vmap, torch.func.vmap) == before
     assert torch.equal(torch.vmap(torch.cos)(x), x.cos())
+
+
+def _bhqkv(mask_mod):
+    """Flex attention's four nested vmaps over (batch, head, query, key)."""
+    f = mask_mod
+    for dims in ((None, None, None, 0), (None, None, 0, None), (None, 0, None, None)):
+        f = torch.vmap(f, in_dims=dims)
+    return torch.vmap(f, in_dims=(0, None, None, None))
+
+
+def _mask_from_activations(x):
+    b, t, _ = x.shape
+    score = x.sum(-1)
+
+    def mask(bi, hi, qi, ki):
+        return (ki <= qi) & (score[bi, qi] > 0) & (hi >= 0)
+
+    ar = torch.arange
+    return _bhqkv(mask)(ar(b), ar(2), ar(t), ar(t))
+
+
+def test_nested_vmaps_batch_each_op_once_whatever_the_sizes():
+    """create_block_mask's pattern: one traced op per op of the mask function, not
+    one call per (b, h, q, k); one trace for every length."""
+    f = symshape.jit(_mask_from_activations, dynamic=True)
+    for t in (5, 9, 16):
+        x = torch.randn(2, t, 3)
+        got, want = f(x), _mask_from_activations(x)
+        assert got.dtype == want.dtype and torch.equal(got, want)
+    assert f.stats.compiles == 1
+    assert len(f.traces()[0].computation.nodes) < 60
+
+
+def test_ops_without_a_batching_rule_run_once_per_entry():
+    def fn(x, w):
+        def entry(row):
+            s, i = torch.sort(row * w)  # per entry; its results stacked
+            return s.cumsum(0)[i.argmax()] + row.sum()
+
+        return torch.vmap(entry)(x)
+
+    check_grad(fn, lambda n: (_r(n, 4), _r(4)), 3, [3, 5], max_traces=2)
+
+
+def test_indexing_a_batched_tensor_with_batched_indices():
+    def fn(x, idx):
+        return torch.vmap(lambda row, i: row[i] * 2)(x, idx)
+
+    f = symshape.jit(fn, dynamic=True)
+    for n in (3, 6):
+        x, idx = torch.randn(n, 5), torch.randint(0, 5, (n, 2))
+        torch.testing.assert_close(f(x, idx), fn(x, idx))
+
+
+def test_an_unbatched_output_and_metadata_inside_vmap():
+    def fn(x):
+        def entry(a):
+            assert a.dim() == 1 and a.shape[0] == x.shape[1] and type(a) is torch.Tensor
+            return a * a.numel(), torch.ones(2)
+
+        return torch.vmap(entry, out_dims=(1, 0))(x)
+
+    f = symshape.jit(fn, dynamic=True)
+    for n in (2, 4):
+        x = torch.randn(n, 3)
+        got, want = f(x), fn(x)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape and torch.equal(g, w)
+
+
+def test_data_dependent_python_inside_vmap_raises_eagers_error():
+    def fn(x):
+        return torch.vmap(lambda a: a * 2 if a.sum() > 0 else a)(x)
+
+    with pytest.raises(RuntimeError, match="data-dependent control flow") as eager:
+        fn(torch.randn(3, 2))
+    with pytest.raises(RuntimeError, match="data-dependent control flow") as got:
+        symshape.jit(fn, fullgraph=True)(torch.randn(3, 2))
+    assert str(got.value) == str(eager.value)
+
+
+def test_an_in_place_op_returns_the_input_itself():
+    def fn(x):
+        y = x * 1
+        return torch.vmap(torch.Tensor.acos_)(y) is y, y
+
+    f = symshape.jit(fn, fullgraph=True)
+    for n in (3, 4):
+        x = torch.rand(n, 2)
+        (same, y), (want_same, want_y) = f(x), fn(x)
+        assert same is want_same is True
+        torch.testing.assert_close(y, want_y)
