@@ -62,21 +62,14 @@ _SAME_AS_BATCH = {  # metadata the entry shares with the whole batch (its rules'
 }
 # ops whose arguments at these positions (or keywords) are dimensions of the entry;
 # "+1": one more than the entry's dimensions (unsqueeze); a list: a list of dimensions
+_ONE_DIM = ("select", "narrow", "squeeze", "softmax", "log_softmax", "cumsum", "cumprod")
 _DIMS = {
     "movedim": ((1, 2), ("source", "destination"), 0),
     "transpose": ((1, 2), ("dim0", "dim1"), 0),
     "unsqueeze": ((1,), ("dim",), 1),
-    "select": ((1,), ("dim",), 0),
-    "narrow": ((1,), ("dim",), 0),
-    "squeeze": ((1,), ("dim",), 0),
     "flip": ((1,), ("dims",), 0),
     "permute": ((1,), ("dims",), 0),
-    "softmax": ((1,), ("dim",), 0),
-    "log_softmax": ((1,), ("dim",), 0),
-    "cumsum": ((1,), ("dim",), 0),
-    "cumprod": ((1,), ("dim",), 0),
-    "argmax": ((1,), ("dim",), 0),
-    "argmin": ((1,), ("dim",), 0),
+    **dict.fromkeys((*_ONE_DIM, "argmax", "argmin"), ((1,), ("dim",), 0)),
 }
 _REDUCTIONS = ("sum", "mean", "amax", "amin", "all", "any", "logsumexp", "nansum")
 

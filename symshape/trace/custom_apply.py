@@ -128,9 +128,8 @@ def _context_made(patches) -> Callable:
 
 
 def _replace_forward(cls, patches) -> None:
-    if getattr(cls.__dict__.get("forward"), "_ss_route", False):
+    if _replaced(cls, "forward"):
         return
-    own = cls.__dict__.get("forward")
     original = cls.forward  # the function (a staticmethod resolves to it)
     setup_style = has_setup_context(cls)
 
@@ -150,22 +149,15 @@ def _replace_forward(cls, patches) -> None:
             _skip_setup_context(cls, patches)
         return out
 
-    forward._ss_route = True
-    new = staticmethod(forward)
-    new._ss_route = True
-    if own is None:
-        patches.add(cls, "forward", new)
-    else:
-        patches.replace(cls, "forward", new, own)
+    _replace_static(patches, cls, "forward", forward)
 
 
 def _skip_setup_context(cls, patches) -> None:
     """Eager's apply calls ``setup_context`` next, with the traced outputs: once
     on this thread, it does nothing."""
     _tls.skip = cls
-    if getattr(cls.__dict__.get("setup_context"), "_ss_route", False):
+    if _replaced(cls, "setup_context"):
         return
-    own = cls.__dict__.get("setup_context")
     original = cls.setup_context
 
     def setup_context(ctx, inputs, output):
@@ -174,12 +166,22 @@ def _skip_setup_context(cls, patches) -> None:
             return None
         return original(ctx, inputs, output)
 
-    new = staticmethod(setup_context)
+    _replace_static(patches, cls, "setup_context", setup_context)
+
+
+def _replaced(cls, name: str) -> bool:
+    return getattr(cls.__dict__.get(name), "_ss_route", False)
+
+
+def _replace_static(patches, cls, name: str, fn) -> None:
+    """``cls.name = staticmethod(fn)`` until the last trace ends."""
+    own = cls.__dict__.get(name)
+    new = staticmethod(fn)
     new._ss_route = True
     if own is None:
-        patches.add(cls, "setup_context", new)
+        patches.add(cls, name, new)
     else:
-        patches.replace(cls, "setup_context", new, own)
+        patches.replace(cls, name, new, own)
 
 
 def has_setup_context(cls) -> bool:
