@@ -41,6 +41,8 @@ def no_saved_tensor_mutated(trace: Trace, saved: list) -> None:
             ins = list(mutated(n))
         elif "allocates" in getattr(n.op, "tags", ()) or n.op.name == "data":
             continue  # new memory, or `x.data`: an update through it is not one of x's
+        elif "aliases" in getattr(n.op, "extra", {}):  # views of those arguments only
+            ins = list(iter_vars([n.args[n.op.extra["aliases"]]]))
         else:  # a view of any of its tensor arguments, for all we know
             ins = list(n.inputs())
         ins = [v for v in ins if isinstance(v.meta, TensorMeta)]
@@ -67,6 +69,9 @@ def no_saved_tensor_mutated(trace: Trace, saved: list) -> None:
 
 
 def mutated(n):
-    """The Vars an effect node writes (its ``mutates`` positions, else all it reads)."""
+    """The Vars an effect node writes: its ``mutates`` positions; an in-place method's
+    (``masked_fill_``) its first argument; else all it reads."""
     mutated = getattr(n.op, "extra", {}).get("mutates")
+    if mutated is None and n.op.name.endswith("_") and n.args:
+        mutated = (0,)
     return n.inputs() if mutated is None else iter_vars([n.args[k] for k in mutated])

@@ -278,6 +278,7 @@ def _forward_rule(ctx, op, key, args, outs, saved, scalars):
 
 
 CUSTOM_FUNCTION = _forward_rule
+CUSTOM_FUNCTION.extra["aliases"] = 2  # its outputs are the forward's (``outs``), as they are
 
 
 def custom_function_backward(key, saved, scalars, grads, shapes):

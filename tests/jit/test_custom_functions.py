@@ -290,3 +290,33 @@ def test_a_saved_tensor_and_an_attribute_the_code_closed_over():
     for n in (2, 4, 2):
         x = torch.randn(n, 3)
         assert_same(_grads(jf, x), _grads(_saves_a_global, x))
+
+
+class MaskedSoftmax(torch.autograd.Function):
+    """transformers' DeBERTa XSoftmax (dynamo's test_hf_xsoftmax_training): the
+    forward updates its own result in place and saves it with the mask."""
+
+    @staticmethod
+    def forward(ctx, x, mask, dim):
+        ctx.dim = dim
+        rmask = ~(mask.to(torch.bool))
+        out = torch.softmax(x.masked_fill(rmask, torch.finfo(x.dtype).min), dim)
+        out.masked_fill_(rmask, 0)
+        ctx.save_for_backward(out, rmask)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        out, _ = ctx.saved_tensors
+        return torch._softmax_backward_data(g, out, ctx.dim, out.dtype), None, None
+
+
+def _masked_softmax(x, mask):
+    return (MaskedSoftmax.apply(x * 2, mask, 1) ** 2).sum()
+
+
+def test_a_forward_that_updates_its_own_result_in_place():
+    jf = symshape.jit(_masked_softmax, fullgraph=True, dynamic=True)
+    for n in (4, 6, 4):
+        x, mask = torch.randn(n, 10), torch.randn(n, 10) < 0
+        assert_same(_grads(jf, x, mask, wrt=[0]), _grads(_masked_softmax, x, mask, wrt=[0]))
