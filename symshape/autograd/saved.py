@@ -38,7 +38,7 @@ def no_saved_tensor_mutated(trace: Trace, saved: list) -> None:
             first_read.setdefault(id(v), i)
         outs = [v for v in n.outputs if isinstance(v.meta, TensorMeta)]
         if has_effect(n):  # an in-place op returns (views of) what it changes
-            ins = list(mutated(n))
+            ins = list(written(n))
         elif "allocates" in getattr(n.op, "tags", ()) or n.op.name == "data":
             continue  # new memory, or `x.data`: an update through it is not one of x's
         elif "aliases" in getattr(n.op, "extra", {}):  # views of those arguments only
@@ -53,7 +53,7 @@ def no_saved_tensor_mutated(trace: Trace, saved: list) -> None:
     for i, n in enumerate(trace.nodes):
         if not has_effect(n):
             continue
-        for t in mutated(n):
+        for t in written(n):
             if not isinstance(t.meta, TensorMeta):
                 continue
             for root, at, v in kept:
@@ -69,8 +69,15 @@ def no_saved_tensor_mutated(trace: Trace, saved: list) -> None:
 
 
 def mutated(n):
-    """The Vars an effect node writes: its ``mutates`` positions; an in-place method's
-    (``masked_fill_``) its first argument; else all it reads."""
+    """The Vars an effect node writes or writes from (its ``mutates`` positions, else
+    all it reads: ``x.mul_(w)`` gives x w's history, so w counts too)."""
+    mutated = getattr(n.op, "extra", {}).get("mutates")
+    return n.inputs() if mutated is None else iter_vars([n.args[k] for k in mutated])
+
+
+def written(n):
+    """The Vars whose memory an effect node changes: its ``mutates`` positions; an
+    in-place method's (``masked_fill_``) first argument; else all it reads."""
     mutated = getattr(n.op, "extra", {}).get("mutates")
     if mutated is None and n.op.name.endswith("_") and n.args:
         mutated = (0,)

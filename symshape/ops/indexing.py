@@ -355,7 +355,7 @@ def setitem(ctx, op, input, index, value):
     # y = x.clone(); y[:, 0] = v with a gradient: recorded out of place, trains like eager;
     # on an argument that needs grad (not a leaf), written into the caller's tensor after
     if needs_grad(ctx, (input, value), {}):
-        written = ctx.may_write_back(input)
+        written = m.requires_grad and ctx.may_write_back(input)
         if written or ctx.may_rebind(input):
             new = ctx.emit(
                 SETITEM_COPY, (input, index, value), {}, ctx.out_meta(m.shape, m.dtype, m.device)

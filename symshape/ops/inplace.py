@@ -83,7 +83,7 @@ def update(ctx, op, args: tuple, kwargs: dict | None = None):
     kwargs = kwargs or {}
     functional = BY_NAME.get(op.name[:-1]) if op.name.endswith("_") else None
     if functional is not None and needs_grad(ctx, args, kwargs):
-        written = ctx.may_write_back(input)
+        written = ctx.meta(input).requires_grad and ctx.may_write_back(input)
         if written or ctx.may_rebind(input):
             value = functional.rule(ctx, functional, *args, **kwargs)
             dtype = ctx.meta(input).dtype

@@ -17,10 +17,29 @@ history); ``"data"``, ``x.data = y`` (the caller's tensor takes ``y``'s memory).
 
 from __future__ import annotations
 
+import threading
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from symshape.ir import Node, TensorMeta
 from symshape.trace.proxy import TensorProxy
+
+_updated = threading.local()  # ids of the caller's tensors the call already updated
+
+
+@contextmanager
+def updated_before(tensors: list) -> Iterator[None]:
+    """While a continuation is traced (``jit/splits/continuation.py``): the
+    caller's tensors that the part of the call before the read updated in
+    place. The first trace updated them in place, so this one does too (it
+    sees them after the update: a leaf that took a gradient's value is not one)."""
+    prev = getattr(_updated, "ids", frozenset())
+    _updated.ids = frozenset(id(t) for t in tensors)
+    try:
+        yield
+    finally:
+        _updated.ids = prev
 
 
 class Aliasing:
@@ -68,21 +87,19 @@ class Aliasing:
 
     def may_write_back(self, t) -> bool:
         """Can an in-place update of ``t``, a tensor the caller passed in (not a
-        parameter, not a leaf that needs grad), be recorded as a new value written
-        back into the caller's tensor after the call? Yes when no other tensor of
-        the call shares its memory (which would see the update at once in eager)
-        and no view of it was taken in the trace. Its leaf-ness is guarded.
-
-        One that needs no grad takes a value that needs one as ``x[0] = y[0]``
-        gives it one: the caller's tensor is not changed before the call ends, so
-        a continuation traced at a split sees it as the call began."""
+        parameter) that is not a leaf, be recorded as a new value written back
+        into the caller's tensor after the call? Yes when no other tensor of the
+        call shares its memory (which would see the update at once in eager) and
+        no view of it was taken in the trace. Its leaf-ness is guarded. A leaf
+        that needs no gradient is updated in place, as eager does (the caller's
+        tensor then needs one, and what follows is computed from it)."""
         if type(t) is not TensorProxy or getattr(t, "_ss_caller", None) is None:
             return False
         if any(p is t and kind == "data" for p, kind, _ in self.written):
             return False  # it stands for another tensor's memory now
-        if self._views_alive(id(t._ss_var)):
-            return False
-        if self.meta(t).requires_grad and t._ss_input.is_leaf():
+        if id(t._ss_caller.item.example) in getattr(_updated, "ids", ()):
+            return False  # updated in place before the read, as this trace's prefix must be
+        if self._views_alive(id(t._ss_var)) or t._ss_input.is_leaf():
             return False
         return not t._ss_caller.shares_memory()
 

@@ -26,6 +26,7 @@ import warnings
 import torch
 
 from symshape.jit.boundary.outputs import unflatten
+from symshape.trace.aliasing import updated_before
 from symshape.trace.errors import TracingError, unsupported_form
 from symshape.trace.reads import EagerResult, key, show
 
@@ -51,6 +52,7 @@ def run(jf, entry, inputs: tuple, m, args: tuple, kwargs: dict, fresh: bool = Fa
     grad0 = torch.is_grad_enabled()
     frame: dict = {}
     j = 0
+    versions = _versions(args, kwargs)
     try:
         while True:
             path = entry.split
@@ -81,7 +83,7 @@ def run(jf, entry, inputs: tuple, m, args: tuple, kwargs: dict, fresh: bool = Fa
                 j, frame = back
                 continue
             frame = {n: v for n, v in frame.items() if n in seg.keep}
-            nxt = _continue(jf, entry, j, value, m, args, kwargs, frame, made)
+            nxt = _continue(jf, entry, j, value, m, args, kwargs, frame, made, versions)
             if nxt is None:  # past split_limit, nothing changed yet: the call runs eagerly
                 del frame
                 jf.stats.eager_calls += 1
@@ -93,6 +95,12 @@ def run(jf, entry, inputs: tuple, m, args: tuple, kwargs: dict, fresh: bool = Fa
     except BaseException:
         torch._C._set_grad_enabled(grad0)
         raise
+
+
+def _versions(args, kwargs) -> list:
+    """``(tensor, its version)`` of the call's tensor arguments, as the call began."""
+    leaves = torch.utils._pytree.tree_leaves((args, kwargs))
+    return [(t, t._version) for t in leaves if isinstance(t, torch.Tensor)]
 
 
 def _loop_back(path, j: int, k, frame: dict) -> tuple | None:
@@ -161,7 +169,7 @@ def _same_point(p, path, j: int) -> bool:
     )
 
 
-def _continue(jf, entry, j: int, value, m, args, kwargs, frame, made=()):
+def _continue(jf, entry, j: int, value, m, args, kwargs, frame, made=(), versions=()):
     """The entry (and its prologue's inputs) that goes on after segment ``j``
     for ``value``: found among the entries, or traced; None: run eagerly. ``made``:
     the tensors an op run eagerly returned, added to ``frame`` under the names of
@@ -187,7 +195,7 @@ def _continue(jf, entry, j: int, value, m, args, kwargs, frame, made=()):
         if pure:
             return None
         keep = False
-    return _trace_continuation(jf, entry, j, value, m, args, kwargs, frame, made, keep)
+    return _trace_continuation(jf, entry, j, value, m, args, kwargs, frame, made, keep, versions)
 
 
 def _entry_going_on(jf, path, j: int, k, m, args, kwargs, frame: dict, made) -> tuple | None:
@@ -236,7 +244,9 @@ def _warn_split_limit(jf, read, j: int, seen: int, pure: bool) -> None:
     log.info(msg, extra=_RECOMPILES)  # the warning is the printed copy
 
 
-def _trace_continuation(jf, entry, j: int, value, m, args, kwargs, frame, made, keep: bool):
+def _trace_continuation(
+    jf, entry, j: int, value, m, args, kwargs, frame, made, keep: bool, versions=()
+):
     """Trace the call again with the values read so far and ``value`` at read ``j``:
     the new entry (kept unless ``keep`` is False), its prologue's inputs, True."""
     path = entry.split
@@ -244,17 +254,12 @@ def _trace_continuation(jf, entry, j: int, value, m, args, kwargs, frame, made, 
     reason = read.reason(value)
     jf.stats.recompile_reasons.append(reason)
     log.info("symshape: %s: %s", jf.__name__, reason, extra=_RECOMPILES)
-    with jf._lock:
+    updated = [t for t, v in versions if t._version != v]  # by the part that ran
+    with jf._lock, updated_before(updated):
         traced = jf._trace(m, args, kwargs, path.values[:j] + (value,))
         new = type(entry)(traced)
         if len(new.split.segments) <= j + 1 or new.split.segments[j].sig != path.segments[j].sig:
-            raise TracingError(
-                f"{jf.__name__} traced differently when called again with the same inputs: "
-                f"the computation before {read.describe()} changed. symshape splits a trace "
-                "there by tracing the call again, which needs the Python before the read to "
-                "do the same each time. Fix: make it deterministic, or use fullgraph=True and "
-                "keep the value in a tensor."
-            )
+            raise _traced_differently(jf.__name__, read, versions)
         frame.update(zip(new.split.results[j], made))
         if any(n not in frame for n in new.split.segments[j + 1].frame_in):
             missing = [n for n in new.split.segments[j + 1].frame_in if n not in frame]
@@ -272,6 +277,30 @@ def _trace_continuation(jf, entry, j: int, value, m, args, kwargs, frame, made, 
             f"symshape bug: a fresh continuation rejects the inputs it was traced from: {why}"
         )
     return new, r, True
+
+
+def _traced_differently(name: str, read, versions) -> TracingError:
+    """The error for a continuation whose computation before ``read`` is not the
+    one that ran: the call updated an argument in place before the read (the
+    trace of the rest, made after it, sees it changed), or its Python differs."""
+    updated = [t for t, v in versions if t._version != v]
+    if updated:
+        t = updated[0]
+        return TracingError(
+            f"{name}: the call updated one of its tensor arguments in place (a "
+            f"{str(t.dtype).removeprefix('torch.')} tensor of shape {list(t.shape)}, now "
+            f"{'needing' if t.requires_grad else 'not needing'} a gradient) before "
+            f"{read.describe()}, where the trace splits; the rest of the call is traced "
+            "after that update, which changes what symshape traces before the read. Fix: "
+            "update a copy (x = x.clone() first)."
+        )
+    return TracingError(
+        f"{name} traced differently when called again with the same inputs: the "
+        f"computation before {read.describe()} changed. symshape splits a trace there by "
+        "tracing the call again, which needs the Python before the read to do the same "
+        "each time. Fix: make it deterministic, or use fullgraph=True and keep the value "
+        "in a tensor."
+    )
 
 
 def tree(entries) -> str:
