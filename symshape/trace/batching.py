@@ -71,6 +71,7 @@ _DIMS = {
     "permute": ((1,), ("dims",), 0),
     **dict.fromkeys((*_ONE_DIM, "argmax", "argmin"), ((1,), ("dim",), 0)),
 }
+_PER_ELEMENT = ("clone", "contiguous", "detach", "to")  # of the first argument alone
 _REDUCTIONS = ("sum", "mean", "amax", "amin", "all", "any", "logsumexp", "nansum")
 
 
@@ -191,6 +192,9 @@ class Level(TorchFunctionMode):
         reduction): the same op on the batch, each dimension one further on."""
         v = args[0]._ss_value
         rank = v.dim() - 1
+        op = lookup(func)
+        if name in _PER_ELEMENT or (op is not None and "cast" in op.tags):  # the batch's
+            return self.wrap(func(v, *args[1:], **kwargs))
         if name in ("reshape", "view") and not kwargs:
             sizes = args[1] if len(args) == 2 and isinstance(args[1], (list, tuple)) else args[1:]
             return self.wrap(func(v, (self.n, *sizes)))

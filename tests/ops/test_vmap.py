@@ -151,3 +151,18 @@ def test_an_in_place_op_returns_the_input_itself():
         (same, y), (want_same, want_y) = f(x), fn(x)
         assert same is want_same is True
         torch.testing.assert_close(y, want_y)
+
+
+def test_copies_and_casts_of_an_entry_are_of_the_whole_batch():
+    def fn(x):
+        def entry(a):
+            b = a.clone().contiguous().detach().float().to(torch.float64)
+            return torch.nn.functional.gelu(b).sum(-1)
+
+        return torch.vmap(entry)(x)
+
+    f = symshape.jit(fn, dynamic=True)
+    for n in (3, 5, 7):
+        x = torch.randn(n, 2, 4)
+        torch.testing.assert_close(f(x), fn(x))
+    assert f.stats.compiles == 1  # nothing ran once per entry: the batch size stays symbolic
