@@ -157,7 +157,7 @@ def test_copies_and_casts_of_an_entry_are_of_the_whole_batch():
     def fn(x):
         def entry(a):
             b = a.clone().contiguous().detach().float().to(torch.float64)
-            return torch.nn.functional.gelu(b).sum(-1)
+            return b.sin().sum(-1)
 
         return torch.vmap(entry)(x)
 
