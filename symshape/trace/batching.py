@@ -71,7 +71,10 @@ _DIMS = {
     "permute": ((1,), ("dims",), 0),
     **dict.fromkeys((*_ONE_DIM, "argmax", "argmin"), ((1,), ("dim",), 0)),
 }
-_PER_ELEMENT = ("clone", "contiguous", "detach", "to")  # of the first argument alone
+# of the first argument alone, element by element (activations take scalar options)
+_PER_ELEMENT = ("clone", "contiguous", "detach", "to", "type_as", "gelu", "silu", "F_relu")
+_PER_ELEMENT += ("leaky_relu", "hardtanh", "elu", "softplus", "mish", "hardswish")
+_PER_ELEMENT += ("hardsigmoid", "threshold", "relu6", "selu", "celu", "logsigmoid")
 _REDUCTIONS = ("sum", "mean", "amax", "amin", "all", "any", "logsumexp", "nansum")
 
 
@@ -193,7 +196,9 @@ class Level(TorchFunctionMode):
         v = args[0]._ss_value
         rank = v.dim() - 1
         op = lookup(func)
-        if name in _PER_ELEMENT or (op is not None and "cast" in op.tags):  # the batch's
+        in_place = kwargs.get("inplace") is True or any(a is True for a in args[1:])
+        cast = op is not None and "cast" in op.tags
+        if (name in _PER_ELEMENT or cast) and not in_place:  # the batch's
             return self.wrap(func(v, *args[1:], **kwargs))
         if name in ("reshape", "view") and not kwargs:
             sizes = args[1] if len(args) == 2 and isinstance(args[1], (list, tuple)) else args[1:]

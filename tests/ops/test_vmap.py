@@ -153,10 +153,11 @@ def test_an_in_place_op_returns_the_input_itself():
         torch.testing.assert_close(y, want_y)
 
 
-def test_copies_and_casts_of_an_entry_are_of_the_whole_batch():
+def test_copies_casts_and_activations_of_an_entry_are_of_the_whole_batch():
     def fn(x):
         def entry(a):
             b = a.clone().contiguous().detach().float().to(torch.float64)
+            b = torch.nn.functional.leaky_relu(torch.nn.functional.gelu(b), 0.2)
             return b.sin().sum(-1)
 
         return torch.vmap(entry)(x)
