@@ -20,6 +20,7 @@ import sys
 import torch
 
 from symshape.ir import TensorMeta
+from symshape.ir.passes import has_effect
 from symshape.ops._helpers import (
     check_nonnegative,
     concrete,
@@ -417,7 +418,29 @@ def _tensor_from(ctx, op, data, dtype, device, options, emit_args=()):
         return ctx.emit(op, (*emit_args, data), kw, _meta(ctx, m.shape, dtype, device, rg))
     shape, kind = _scan(data)
     dtype, device, rg, _, kw = _options(op, options, dtype or _data_dtype(kind), device)
-    return ctx.emit(op, (*emit_args, data), kw, _meta(ctx, shape, dtype, device, rg))
+    out = ctx.emit(op, (*emit_args, data), kw, _meta(ctx, shape, dtype, device, rg))
+    if not emit_args:
+        remember_value(ctx, out, data, dtype)
+    return out
+
+
+def remember_value(ctx, t, data, dtype) -> None:
+    """A small tensor made from Python numbers (``torch.as_tensor(2)``): its values
+    are a constant of the trace, which ``int(t)``, ``bool(t)`` and ``l[t]`` read
+    while nothing updated memory in place since (``known_value``)."""
+    items = list(_items(data))
+    if len(items) <= 64 and all(type(x) in (bool, int, float, complex) for x in items):
+        t._ss_known = (torch.tensor(data, dtype=dtype), t._ss_var, len(ctx.nodes))
+
+
+def known_value(ctx, t) -> torch.Tensor | None:
+    """The values of ``t`` when the trace knows them (``remember_value``), else None."""
+    known = getattr(t, "_ss_known", None)
+    if known is None or t._ss_var is not known[1]:
+        return None
+    if any(has_effect(n) for n in ctx.nodes[known[2] :]):
+        return None  # an in-place update since, perhaps through a view
+    return known[0]
 
 
 def _items(data):

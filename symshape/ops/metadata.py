@@ -16,6 +16,7 @@ import torch
 from symshape.ops._compose import traced
 from symshape.ops._helpers import norm_dim, numel
 from symshape.ops.asserts import NOT_AN_ASSERT, assert_message
+from symshape.ops.factories import known_value
 from symshape.ops.registry import OpDef, attribute, define, tensor_method
 from symshape.ops.strides import stride_order
 from symshape.ops.views import eager_layout
@@ -323,6 +324,9 @@ def _to_python(method: str):
                     "only integer tensors of a single element can be converted to an index"
                 )
             raise ValueError("only one element tensors can be converted to Python scalars")
+        known = known_value(ctx, t)
+        if known is not None:  # made from Python numbers: a constant of the trace
+            return _PY[method](known)
         if method == "__bool__" and _asserted(ctx, t):
             return True  # `assert t, "message"`: checked when the trace runs
         call = "operator.index(t)" if method == "__index__" else f"{method.strip('_')}(t)"
