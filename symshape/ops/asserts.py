@@ -24,7 +24,9 @@ import dis
 
 import torch
 
+from symshape.ops._compose import traced
 from symshape.ops.registry import register
+from symshape.sym.source import user_frame
 
 
 @register("assert_true", "symshape.ops.runtime.assert_true", torch._assert, effect=True)
@@ -80,3 +82,15 @@ def _message_at(code, offset: int):
     if len(rest) >= 2 and rest[0].opname == "LOAD_CONST" and rest[1].opname == "RAISE_VARARGS":
         return rest[0].argval
     return NOT_AN_ASSERT  # a message computed when the assert fails: its value is read
+
+
+def assert_statement(ctx, condition) -> bool:
+    """Is ``bool(condition)`` (a traced tensor, or a SymBool the trace cannot decide)
+    asked by the user's ``assert`` statement with a constant message? Then it is
+    recorded as ``torch._assert(condition, message)``, checked when the trace runs."""
+    frame = user_frame(2)
+    message = NOT_AN_ASSERT if frame is None else assert_message(frame)
+    if message is NOT_AN_ASSERT:
+        return False
+    traced(ctx, torch._assert, condition, message)
+    return True

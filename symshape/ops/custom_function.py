@@ -61,6 +61,11 @@ class _State:
     materialize: bool
     differentiable: tuple = ()  # per tensor output: does it carry a gradient
 
+    @property
+    def wanted(self) -> list[int]:
+        """Positions of the inputs the backward gives a gradient for."""
+        return [i for i, w in enumerate(self.needs_input_grad) if w]
+
 
 _STATES: dict[int, _State] = {}
 _keys = itertools.count()
@@ -251,13 +256,11 @@ class _EagerBackward(torch.autograd.Function):
     @staticmethod
     def forward(ctx, call: _Call, *args):
         st = _STATES[call.key]
-        ctx.call, ctx.args_meta = (
-            call,
-            [
-                (tuple(a.shape), a.dtype, a.device) if isinstance(a, torch.Tensor) else None
-                for a in args
-            ],
-        )
+        ctx.call = call
+        ctx.args_meta = [
+            (tuple(a.shape), a.dtype, a.device) if isinstance(a, torch.Tensor) else None
+            for a in args
+        ]
         ctx.set_materialize_grads(st.materialize)
         outs = tuple(o.view_as(o) for o in call.outs)  # tensors of this Function's own
         ctx.mark_non_differentiable(*(o for o, d in zip(outs, st.differentiable) if not d))
@@ -267,7 +270,7 @@ class _EagerBackward(torch.autograd.Function):
     def backward(ctx, *grads):
         call, metas = ctx.call, ctx.args_meta
         st = _STATES[call.key]
-        shapes = [metas[i] for i, w in enumerate(st.needs_input_grad) if w]
+        shapes = [metas[i] for i in st.wanted]
         got = iter(custom_function_backward(call.key, call.saved, call.scalars, grads, shapes))
         return (None, *(next(got) if w else None for w in st.needs_input_grad))
 
@@ -295,7 +298,7 @@ def custom_function_backward(key, saved, scalars, grads, shapes):
             f"(expected {n}, got {len(res)})"
         )
     out = []
-    for i, shape_dtype in zip((i for i, w in enumerate(st.needs_input_grad) if w), shapes):
+    for i, shape_dtype in zip(st.wanted, shapes):
         out.append(_checked(st.cls.__name__, i, res[i], *shape_dtype))
     return tuple(out)
 
@@ -338,12 +341,12 @@ def _(ctx, grads, outs, key, args, fouts, saved, scalars):
             g = torch.zeros_like(o)
         gs.append(g)
     shapes = []
-    for i in (i for i, w in enumerate(st.needs_input_grad) if w):
+    for i in st.wanted:
         m = ctx.meta(args[i])
         shapes.append((tuple(m.shape), m.dtype, m.device))
     bw = CUSTOM_BACKWARD
     got = bw.rule(ctx, bw, key, tuple(saved), tuple(scalars), tuple(gs), tuple(shapes))
-    by_input = dict(zip((i for i, w in enumerate(st.needs_input_grad) if w), got))
+    by_input = dict(zip(st.wanted, got))
     return {1: [by_input.get(i) if i in paths else None for i in range(len(args))]}
 
 

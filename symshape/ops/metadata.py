@@ -15,14 +15,14 @@ import torch
 
 from symshape.ops._compose import traced
 from symshape.ops._helpers import norm_dim, numel
-from symshape.ops.asserts import NOT_AN_ASSERT, assert_message
+from symshape.ops.asserts import assert_statement
 from symshape.ops.factories import known_value
 from symshape.ops.registry import OpDef, attribute, define, tensor_method
 from symshape.ops.strides import stride_order
 from symshape.ops.views import eager_layout
 from symshape.sym import DataDependentError
 from symshape.sym import logic as L
-from symshape.sym.source import user_frame, user_location
+from symshape.sym.source import user_location
 from symshape.trace import numpy_arrays
 from symshape.trace.eager import eager_call
 from symshape.trace.errors import TracingError, UnsupportedOpError, unsupported_form
@@ -327,7 +327,7 @@ def _to_python(method: str):
         known = known_value(ctx, t)
         if known is not None:  # made from Python numbers: a constant of the trace
             return _PY[method](known)
-        if method == "__bool__" and _asserted(ctx, t):
+        if method == "__bool__" and assert_statement(ctx, t):
             return True  # `assert t, "message"`: checked when the trace runs
         call = "operator.index(t)" if method == "__index__" else f"{method.strip('_')}(t)"
         v = ctx.read(_KIND[method], (t,), _PY[method], f"`{call}`")  # the trace splits here
@@ -360,17 +360,6 @@ def _to_python(method: str):
         )
 
     return rule
-
-
-def _asserted(ctx, t) -> bool:
-    """Is ``bool(t)`` the condition of the user's ``assert`` statement with a constant
-    message? Then it is recorded as ``torch._assert(t, message)`` (``asserts.py``)."""
-    frame = user_frame(2)
-    message = NOT_AN_ASSERT if frame is None else assert_message(frame)
-    if message is NOT_AN_ASSERT:
-        return False
-    traced(ctx, torch._assert, t, message)
-    return True
 
 
 for _name in ("__bool__", "__int__", "__float__", "__index__", "__complex__"):

@@ -73,16 +73,15 @@ class Patches:
                 self._restore()
 
     def _restore(self) -> None:
-        for (owner, name), old in reversed(list(self._originals.items())):
-            if old is _ADDED:
-                delattr(owner, name)
-            else:
-                setattr(owner, name, old)
+        self._put(self._originals)
         self._originals.clear()
         self._patched.clear()
 
     def _put(self, values: dict) -> None:
-        for (owner, name), v in values.items():
+        """Set each ``owner.name`` to its value in ``values`` (``_originals``: in the
+        reverse order the patches were made; ``_patched``: in that order)."""
+        items = values.items() if values is self._patched else reversed(list(values.items()))
+        for (owner, name), v in items:
             if v is _ADDED or v is _HIDDEN:
                 if name in vars(owner):
                     delattr(owner, name)

@@ -381,22 +381,14 @@ def _values(nodes) -> list:
 
 
 def _asserted(node: SymNode) -> bool:
-    """Is ``bool()`` of ``node`` (undecided, no hint) asked by the user's ``assert``
-    statement with a constant message? Then it is asserted when the trace runs
-    and assumed from here on (``ops/asserts.py``), as eager raises its
-    ``AssertionError`` when it is false."""
+    """``bool()`` of ``node`` (undecided, no hint) asked by the user's ``assert``
+    statement: asserted when the trace runs and assumed from here on
+    (``ops/asserts.py``), as eager raises its ``AssertionError`` when it is false."""
     import torch
 
-    from symshape.ops._compose import traced
-    from symshape.ops.asserts import NOT_AN_ASSERT, assert_message
-    from symshape.sym.source import user_frame
+    from symshape.ops.asserts import assert_statement
 
-    frame = user_frame(2)
-    message = NOT_AN_ASSERT if frame is None else assert_message(frame)
-    if message is NOT_AN_ASSERT:
-        return False
-    traced(node.ctx, torch._assert, torch.SymBool(node), message)
-    return True
+    return assert_statement(node.ctx, torch.SymBool(node))
 
 
 def _torch_check_error(frame) -> type[Exception]:

@@ -742,27 +742,7 @@ def _unwrap(fn):
         return fn._orig_mod
     if inspect.ismethod(fn) and isinstance(fn.__func__, JitFunction):
         return types.MethodType(fn.__func__._fn, fn.__self__)  # @symshape.jit on a method
-    if _function_apply(fn):  # jit(MyFunction.apply): calls look apply up, as code does
-        cls = fn.__self__
-
-        def apply(*args, **kwargs):
-            return cls.apply(*args, **kwargs)
-
-        apply.__name__, apply.__qualname__ = "apply", f"{cls.__qualname__}.apply"
-        return apply
     return fn
-
-
-def _function_apply(fn) -> bool:
-    """Is ``fn`` a custom autograd.Function's ``apply``, bound to its class? While
-    tracing, ``Function.apply`` is the tracer's (trace/mode.py), which a method bound
-    before would skip."""
-    cls = getattr(fn, "__self__", None)  # a method, or a C one from torch 2.14
-    return (
-        isinstance(cls, type)
-        and issubclass(cls, torch.autograd.Function)
-        and fn.__name__ == "apply"
-    )
 
 
 def jit(

@@ -259,7 +259,7 @@ def _trace_continuation(
         traced = jf._trace(m, args, kwargs, path.values[:j] + (value,))
         new = type(entry)(traced)
         if len(new.split.segments) <= j + 1 or new.split.segments[j].sig != path.segments[j].sig:
-            raise _traced_differently(jf.__name__, read, versions)
+            raise _traced_differently(jf.__name__, read, updated)
         frame.update(zip(new.split.results[j], made))
         if any(n not in frame for n in new.split.segments[j + 1].frame_in):
             missing = [n for n in new.split.segments[j + 1].frame_in if n not in frame]
@@ -279,11 +279,10 @@ def _trace_continuation(
     return new, r, True
 
 
-def _traced_differently(name: str, read, versions) -> TracingError:
+def _traced_differently(name: str, read, updated: list) -> TracingError:
     """The error for a continuation whose computation before ``read`` is not the
     one that ran: the call updated an argument in place before the read (the
     trace of the rest, made after it, sees it changed), or its Python differs."""
-    updated = [t for t, v in versions if t._version != v]
     if updated:
         t = updated[0]
         return TracingError(
