@@ -30,6 +30,7 @@ from symshape.trace.errors import RunsEagerly, TracingError
 from symshape.trace.generator import GeneratorProxy
 from symshape.trace.proxy import TensorProxy, contiguous_strides
 from symshape.trace.reads import SplitState
+from symshape.trace.subclasses import plain, traceable
 from symshape.trace.symnode import SymNode
 from symshape.trace.symvalues import to_symbool, to_symfloat, to_symint
 
@@ -69,6 +70,7 @@ class TraceContext(Aliasing):
         self._emitted_asserts = 0
         self.symbol_inputs: list | None = None  # set: unknown symbols become inputs
         self.where_override = None  # a backward records the forward op's line
+        self.subclassed = False  # a proxy stands for a tensor subclass (trace/subclasses.py)
         self.touched: set[int] = set()  # ids of Vars whose tensor metadata was read
         # the traced code read a stride (x.stride()): the prologue checks eager's
         # strides exactly, those of size-1 dimensions included (prologue.py)
@@ -187,8 +189,10 @@ class TraceContext(Aliasing):
         p = self._const_ids.get(id(t))
         if p is None:
             name = self.fresh("c")
-            self.constants[name] = t
-            meta = TensorMeta(tuple(t.shape), t.dtype, t.device, t.requires_grad)
+            # a tensor subclass's handler runs while tracing, not on the trace's ops
+            real = plain(t) if type(t) is not torch.Tensor and traceable(type(t)) else t
+            self.constants[name] = real
+            meta = TensorMeta(tuple(real.shape), real.dtype, real.device, real.requires_grad)
             p = self.proxy(Var(name), meta)
             pytypes.mirror(p, t)
             self._const_ids[id(t)] = p

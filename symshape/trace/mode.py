@@ -27,7 +27,14 @@ from torch.overrides import TorchFunctionMode
 
 from symshape.sym import DataDependentError
 from symshape.sym.source import PACKAGE_DIR, is_user_file, user_location
-from symshape.trace import custom_apply, imports, nested_compile, numpy_arrays, vmap
+from symshape.trace import (
+    custom_apply,
+    imports,
+    nested_compile,
+    numpy_arrays,
+    subclasses,
+    vmap,
+)
 from symshape.trace.construction import check_building
 from symshape.trace.eager import NOT_SPLIT, eager_call
 from symshape.trace.errors import RunsEagerly, TracingError, UnsupportedOpError
@@ -119,6 +126,11 @@ class TracingMode(TorchFunctionMode):
         if any(isinstance(a, torch.fx.Proxy) for a in args):
             # torch.fx.symbolic_trace run by the traced code: its own proxies, not ours
             return func(*args, **(kwargs or {}))
+        if torch._C._is_torch_function_enabled():
+            types = subclasses.overloaded(args, kwargs, self.ctx.subclassed)
+            if types:  # a tensor subclass's handler, as eager runs it (its ops traced)
+                with self:
+                    return subclasses.dispatch(func, types, args, kwargs)
         other = _overriding(args, kwargs)
         if other is not None:  # an object of the user's with __torch_function__: as eager
             with self:  # its handler's own torch calls are traced

@@ -8,6 +8,7 @@ It owns no storage; every operation on it is intercepted by the tracing mode
 
 from __future__ import annotations
 
+import functools
 import sys
 
 import torch
@@ -124,6 +125,25 @@ class TensorProxy(torch.Tensor):
     def __init__(self, ctx, var, meta):
         pass
 
+    def __getattr__(self, name: str):
+        # only where normal lookup failed: a tensor subclass's own methods and class
+        # attributes (x.scaled() of a traced `class Scaled(torch.Tensor)`)
+        cls = self.__dict__.get("_ss_pytype") if name[:4] != "_ss_" else None
+        if cls is not None:
+            for c in cls.__mro__:
+                if c is torch.Tensor:
+                    break
+                if name in c.__dict__:
+                    v = c.__dict__[name]
+                    return v.__get__(self, cls) if hasattr(v, "__get__") else v
+        raise AttributeError(f"'{torch.Tensor.__name__}' object has no attribute '{name}'")
+
+    def as_subclass(self, cls):
+        # torch's is not a torch function (no mode sees it): a view answering as cls
+        from symshape.trace import subclasses  # late: subclasses imports this module
+
+        return subclasses.as_subclass(self, cls, sys._getframe(1).f_globals.get("__name__"))
+
     real = _settable_part("real")
     imag = _settable_part("imag")
 
@@ -184,6 +204,9 @@ def _printed(p: TensorProxy, convert, how: str) -> str | None:
     ctx = current()
     if ctx is None or p._ss_ctx is not ctx or not _asked_by_program():
         return None
+    cls = p.__dict__.get("_ss_pytype")
+    if cls is not None and not issubclass(cls, torch.nn.Parameter):  # the subclass's own text
+        convert = functools.partial(_as_subclass_then, convert, cls)
     text = ctx.read("str", (p,), convert, f"`{how}({p._ss_var.name})`")
     if text is not None:
         return text
@@ -210,3 +233,7 @@ def _asked_by_program() -> bool:
             return True
         f = f.f_back  # torch's (Tensor.__format__) or the standard library's
     return False
+
+
+def _as_subclass_then(convert, cls, t: torch.Tensor):
+    return convert(torch.Tensor.as_subclass(t, cls))

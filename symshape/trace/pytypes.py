@@ -146,6 +146,8 @@ def mirror(proxy, real: torch.Tensor) -> None:
     t = _real_type(real)
     if t is not torch.Tensor:
         proxy._ss_pytype = t
+        if not isinstance(real, nn.Parameter):
+            proxy._ss_ctx.subclassed = True  # its handler runs (trace/subclasses.py)
     if isinstance(real, nn.Parameter):
         proxy._is_param = True  # isinstance(proxy, nn.Parameter), as torch's fake tensors
 

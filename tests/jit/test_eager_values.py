@@ -375,30 +375,45 @@ def test_closure_variables_a_call_rebinds_are_rebound_every_call():
         same(peek()[1], peek_eager()[1])
 
 
-# 15. a tensor subclass input: the call runs eagerly, as without symshape, with one warning
-class Logged(torch.Tensor):
-    calls: list = []
+# 15. a tensor subclass input: traced, its __torch_function__ run as eager runs it (tests in
+# test_tensor_subclasses.py); one that overrides a Tensor method in Python runs eagerly
+_LOGGED: list = []
 
+
+class Logged(torch.Tensor):
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
-        cls.calls.append(getattr(func, "__name__", str(func)))
+        _LOGGED.append(getattr(func, "__name__", str(func)))
         return super().__torch_function__(func, types, args, kwargs or {})
 
 
-def test_a_tensor_subclass_input_runs_eagerly_with_one_warning():
-    jf = symshape.jit(lambda x: x * 2 + 1, dynamic=True)
-    with pytest.warns(symshape.TraceTimeSideEffectWarning, match=r"as_subclass\(torch.Tensor\)"):
+class LoggedSum(Logged):
+    def sum(self, *args, **kwargs):
+        return super().sum(*args, **kwargs) + 1
+
+
+def test_a_tensor_subclass_input_is_traced_with_its_handler():
+    jf = symshape.jit(lambda x: x * 2 + 1, dynamic=True, fullgraph=True)
+    for n in (2, 3):
+        x = torch.randn(n).as_subclass(Logged)
+        before = len(_LOGGED)
+        out = jf(x)
+        assert type(out) is Logged and _LOGGED[before:] == ["mul", "add"]  # on every call
+        torch.testing.assert_close(
+            out.as_subclass(torch.Tensor), x.as_subclass(torch.Tensor) * 2 + 1
+        )
+    assert jf.stats.eager_calls == 0 and jf.stats.compiles == 1
+
+
+def test_a_subclass_overriding_a_tensor_method_runs_eagerly_with_one_warning():
+    jf = symshape.jit(lambda x: x.sum() * 2, dynamic=True)
+    with pytest.warns(symshape.TraceTimeSideEffectWarning, match=r"overrides Tensor.sum"):
         for n in (2, 3):
-            x = torch.randn(n).as_subclass(Logged)
-            before = len(Logged.calls)
-            out = jf(x)
-            assert type(out) is Logged and len(Logged.calls) > before  # its hook ran
-            torch.testing.assert_close(
-                out.as_subclass(torch.Tensor), x.as_subclass(torch.Tensor) * 2 + 1
-            )
+            x = torch.randn(n).as_subclass(LoggedSum)
+            torch.testing.assert_close(jf(x), x.sum() * 2)
     assert jf.stats.eager_calls == 2 and jf.stats.compiles == 0
     with pytest.raises(symshape.TracingError, match="tensor subclass"):
-        symshape.jit(lambda x: x * 2, fullgraph=True)(torch.randn(2).as_subclass(Logged))
+        symshape.jit(lambda x: x * 2, fullgraph=True)(torch.randn(2).as_subclass(LoggedSum))
 
 
 # 24. the strides of size-1 dimensions, which is_contiguous() ignores, when the code reads them

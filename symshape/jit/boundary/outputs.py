@@ -21,6 +21,7 @@ from symshape.trace.errors import RunsEagerly
 from symshape.trace.generator import DefaultGeneratorProxy, GeneratorProxy
 from symshape.trace.numpy_arrays import is_array, to_numpy
 from symshape.trace.proxy import TensorProxy
+from symshape.trace.subclasses import pytype
 from symshape.trace.symvalues import plain
 
 _TRACED = (TensorProxy, GeneratorProxy, torch.SymInt, torch.SymFloat, torch.SymBool)
@@ -88,6 +89,11 @@ def flatten(
         if t is TensorProxy and getattr(x, "_is_param", False):
             leaves.append(x)  # nn.Parameter(t) made in the trace: a Parameter, as in eager
             return ("param",)
+        if t is TensorProxy and id(x) not in tagged and pytype(x) is not None:
+            # a tensor subclass (trace/subclasses.py): the class, then its attributes
+            tagged.add(id(x))
+            leaves.append(x)
+            return ("subclass", pytype(x), [(k, walk(v)) for k, v in _tags(x)])
         if t is TensorProxy and id(x) not in tagged and _tags(x):
             # `y.tag = "a"; return y`: the attributes the code set on a tensor it returns
             tagged.add(id(x))
@@ -330,6 +336,12 @@ def _build(s, it, objects, memo):
         return objects[s[1]]
     if kind == "closure":
         return _closure(s, it, objects, memo)
+    if kind == "subclass":
+        v = next(it)
+        v = v if type(v) is s[1] else torch.Tensor.as_subclass(v, s[1])
+        for k, c in s[2]:
+            setattr(v, k, _build(c, it, objects, memo))
+        return v
     if kind == "tagged":
         v = next(it)
         for k, c in s[1]:

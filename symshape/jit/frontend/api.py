@@ -227,13 +227,16 @@ class JitFunction:
             if out is not _MISS:
                 return out
             reasons = [e.explain(m, args, kwargs) for e in self._entries]
+            target = m.forward if m is not None else self._fn
+            # the inputs' sizes read here, not by the program: a tensor subclass's
+            # __torch_function__ is not asked (trace/subclasses.py)
+            with torch._C.DisableTorchFunctionSubclass():
+                notes = self._policy.observe(_leaves(target, args, kwargs))
             for kind, why in reasons:
                 if kind == "spec":
                     raise InputSpecError(
                         f"{self.__name__}: an input violates its declared range: {why}"
                     )
-            target = m.forward if m is not None else self._fn
-            notes = self._policy.observe(_leaves(target, args, kwargs))
             if sum(e.root for e in self._entries) >= self._limit:
                 return self._eager(args, kwargs, reasons)
             if self._entries:

@@ -72,6 +72,7 @@ from symshape.jit.splits import segments
 from symshape.ops import grad_mode, lookup
 from symshape.sym import expr as E
 from symshape.sym.errors import SymbolicError
+from symshape.trace import subclasses
 from symshape.trace.compiling import compiling
 from symshape.trace.construction import ChangesModules
 from symshape.trace.context import TraceContext
@@ -667,6 +668,8 @@ def _guard_python_state(b: Builder, fn, module, inputs: tuple):
         fns.append(forward)  # the user's own module (an installed package's is not)
     fns += hook_functions([module] if module is not None else b.roots)
     classes = {type(c) for c, _ in b.tracked.values()}  # `a + b` runs Variable.__add__
+    # a tensor subclass's __torch_function__ runs on every op of its instances
+    classes |= {type(i.example) for i in b.tensors if subclasses.traceable(type(i.example))}
     if isinstance(module, nn.Module):  # the user's submodules' methods: globals, defaults
         classes |= {type(m) for m in module.modules()}
     gg = GlobalsGuard(*fns, classes=classes) if fns else None
@@ -821,6 +824,9 @@ def _output(
     tracked = {id(o): p for o, p in b.tracked.values()} if b is not None else {}
     for t, _, _ in ctx.written:  # a tensor argument written into comes back as itself
         tracked.setdefault(id(t), t._ss_caller.path)
+    for _, p, _ in b.tensor_args if b is not None and ctx.subclassed else ():
+        if subclasses.pytype(p) is not None:  # the caller's subclass object, not an alias
+            tracked.setdefault(id(p), p._ss_caller.path)
     for c, _ in held:
         tracked.setdefault(id(c), b.const(c, "_w"))
     for c, _ in read:

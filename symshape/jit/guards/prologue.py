@@ -49,6 +49,7 @@ from symshape.jit.guards.state import (
 )
 from symshape.sym.expr import Symbol
 from symshape.sym.source import user_location
+from symshape.trace import subclasses
 from symshape.trace.errors import TracingError
 from symshape.trace.proxy import TensorProxy, contiguous_strides
 
@@ -454,22 +455,18 @@ class Builder(ObjectInputs, ModuleInputs):
         return value
 
     def _tensor(self, t: torch.Tensor, src: str, label: str, out, is_param: bool):
+        orig, T = t, type(t)
+        if T is not torch.Tensor and T is not TensorProxy and not issubclass(T, nn.Parameter):
+            t = _subclass_input(t, label)  # traced as a plain tensor, its handler inlined
         _refuse_untraceable(t, label)
-        if id(t) in self.tensor_local:  # the same tensor passed twice: keep the aliasing
-            other = self.tensor_local[id(t)]
+        if id(orig) in self.tensor_local:  # the same tensor passed twice: keep the aliasing
+            other = self.tensor_local[id(orig)]
             self.fail(
                 f"{src} is not {other}", f"{label} is the same tensor as {other}", None, into=out
             )
-            return self.proxy_of[id(t)]
-        T = type(t)
-        if T is not torch.Tensor and not issubclass(T, nn.Parameter):
-            raise UntraceableInput(
-                f"{label} is a {T.__name__}, a tensor subclass, which symshape does not trace "
-                f"(its __torch_function__ would not run on every call). Fix: pass "
-                f"{label}.as_subclass(torch.Tensor), or call the function outside symshape.jit"
-            )
+            return self.proxy_of[id(orig)]
         if not is_param:
-            self.leaves.append((label, t))
+            self.leaves.append((label, orig))
         name = self.local(label)
         fetch = [f"{name} = {src}"]
         # contiguous with eager's strides, those of size-1 dimensions included
@@ -506,18 +503,23 @@ class Builder(ObjectInputs, ModuleInputs):
         var = Var(name, meta)
         proxy = self.ctx.proxy(var, meta)
         proxy._ss_leaf = True
-        self.tensor_local[id(t)] = name
-        self.proxy_of[id(t)] = proxy
+        self.tensor_local[id(orig)] = name
+        self.proxy_of[id(orig)] = proxy
         self.tensor_inputs.append((var, label, is_param))
         self.values[id(var)] = t
-        item = TensorItem(name, label, t, sizes, strides, fetch, post, proxy, exact=exact)
+        item = TensorItem(name, label, orig, sizes, strides, fetch, post, proxy, exact=exact)
         proxy._ss_input = InputAutograd(self, item, is_param)  # x.grad, x.is_leaf read
         self.tensors.append(item)
         if is_param:
             self.deferred.append(item)
-        else:
-            out.extend(fetch)
-            self._user_attributes(t, proxy, name, label, post)
+            return proxy
+        out.extend(fetch)
+        obj = name
+        if orig is not t:  # TensorGuards checked the subclass; the rest reads a plain alias
+            self.globals["_plain"] = subclasses.plain
+            obj = f"_{name}_obj"
+            post.insert(0, f"{obj}, {name} = {name}, _plain({name})")
+        self._user_attributes(orig, proxy, obj, label, post)
         return proxy
 
     def _size(self, dims: _Sizes, spec, t, d: int, size: int, name: str, label: str) -> None:
@@ -805,6 +807,19 @@ def _plain_key(k) -> bool:
     if type(k) is tuple:
         return all(_plain_key(x) for x in k)
     return not isinstance(k, torch.Tensor) and type(k).__eq__ is object.__eq__
+
+
+def _subclass_input(t: torch.Tensor, label: str) -> torch.Tensor:
+    """A tensor subclass input: a plain alias of it to trace (its handler runs on the
+    proxy, which answers as the subclass), or ``UntraceableInput``."""
+    T = type(t)
+    if not subclasses.traceable(T):
+        raise UntraceableInput(
+            f"{label} is a {T.__name__}, a tensor subclass which symshape does not trace: "
+            f"{subclasses.why_not(T)}. Fix: pass {label}.as_subclass(torch.Tensor), or call "
+            "the function outside symshape.jit"
+        )
+    return subclasses.plain(t)
 
 
 def _refuse_untraceable(t: torch.Tensor, label: str) -> None:

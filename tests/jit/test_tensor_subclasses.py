@@ -1,0 +1,239 @@
+"""Tensor subclasses with their own ``__torch_function__`` (issue 31, item 15; dynamo's
+test_simple_torch_function and test_torch_function_with_closure) are traced: each
+torch call on one runs the subclass's handler as eager runs it, the handler's own
+torch calls are recorded, and results come back as the class eager gives. Every
+test traces at one size and runs at others against eager."""
+
+import pytest
+import torch
+
+import symshape
+
+
+def _plain(t):
+    return t.as_subclass(torch.Tensor)
+
+
+def assert_same_tensor(got, want):
+    assert type(got) is type(want)
+    torch.testing.assert_close(_plain(got), _plain(want))
+
+
+def check(fn, make_args, sizes=(3, 5, 7), **options):
+    jf = symshape.jit(fn, **options)
+    for n in sizes:
+        args = make_args(n)
+        want, got = fn(*args), jf(*args)
+        if not isinstance(want, tuple):
+            want, got = (want,), (got,)
+        assert type(got) is tuple and len(got) == len(want)
+        for g, w in zip(got, want):
+            if isinstance(w, torch.Tensor):
+                assert_same_tensor(g, w)
+            else:
+                assert g == w
+    return jf
+
+
+class Flipped(torch.Tensor):
+    """Its handler turns additions into subtractions."""
+
+    SCALE = 3.0
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in (torch.Tensor.add, torch.add, torch.Tensor.__add__):
+            func = torch.sub
+        return super().__torch_function__(func, types, args, kwargs)
+
+    def scaled(self):
+        return self * self.SCALE
+
+
+def _flipped(n):
+    torch.manual_seed(n)
+    return torch.randn(n).as_subclass(Flipped), torch.randn(n)
+
+
+@pytest.mark.parametrize("fullgraph", [False, True])
+def test_the_handler_decides_what_each_call_computes(fullgraph):
+    def fn(x, y):
+        return x + y, y + x, torch.add(x, y, alpha=2), (x * y).sum(), x.scaled() + 1
+
+    jf = check(fn, _flipped, fullgraph=fullgraph, dynamic=True)
+    assert jf.stats.compiles == 1 and jf.stats.eager_calls == 0
+
+
+def test_type_questions_and_class_attributes_answer_as_eager():
+    def fn(x):
+        flags = (type(x) is Flipped, isinstance(x, Flipped), x.__class__ is Flipped)
+        return x * x.SCALE if all(flags) else x
+
+    check(fn, lambda n: _flipped(n)[:1], fullgraph=True)
+
+
+class Unwrapping(torch.Tensor):
+    """Its handler returns plain tensors."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        with torch._C.DisableTorchFunctionSubclass():
+            return func(*args, **(kwargs or {}))
+
+
+def test_results_are_of_the_class_the_handler_returns():
+    check(lambda x: (x * 2).sigmoid(), lambda n: (torch.randn(n).as_subclass(Unwrapping),))
+    # as_subclass inside the function, both ways
+    check(lambda x: x.as_subclass(Flipped) + x, lambda n: (torch.randn(n),), fullgraph=True)
+    check(lambda x: _plain(x) + x, lambda n: (torch.randn(n).as_subclass(Flipped),))
+
+
+def test_a_subclass_tensor_the_function_closes_over_runs_its_handler():
+    c = torch.ones(4).as_subclass(Flipped)
+    check(lambda x: c + x, lambda n: (torch.randn(4) * n,), fullgraph=True)
+
+
+def test_gradients_reach_a_subclass_leaf():
+    def fn(x):
+        return (x.sin() * x).sum()
+
+    jf = symshape.jit(fn, dynamic=True)
+    for n in (3, 5):
+        torch.manual_seed(n)
+        x = torch.Tensor._make_subclass(Flipped, torch.randn(n), True)
+        (want,) = torch.autograd.grad(fn(x), x)
+        (got,) = torch.autograd.grad(jf(x), x)
+        assert_same_tensor(got, want)
+
+
+def test_the_handlers_side_effects_happen_on_every_call():
+    counter = 0
+
+    class Counted(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            nonlocal counter
+            counter += 1
+            return super().__torch_function__(func, types, args, kwargs)
+
+    def fn(x):
+        return torch.sigmoid(x).sigmoid()
+
+    jf = symshape.jit(fn, fullgraph=True)
+    x = torch.randn(3).as_subclass(Counted)
+    for calls in (1, 2, 3):
+        assert_same_tensor(jf(x), fn(x))
+        assert counter == 4 * calls  # two calls of its handler in jf's, two in eager's
+
+
+class Base(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        with torch._C.DisableTorchFunctionSubclass():
+            out = func(*args, **(kwargs or {}))
+            out = out * 2 if func is torch.Tensor.mul else out
+        return out.as_subclass(cls)
+
+
+class Derived(Base):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func is torch.Tensor.mul and not all(issubclass(cls, t) for t in types):
+            return NotImplemented
+        return super().__torch_function__(func, types, args, kwargs)
+
+
+def test_two_subclasses_in_one_call_are_tried_in_eagers_order():
+    def fn(a, b):
+        return a.mul(b), b.mul(a), a + b
+
+    check(fn, lambda n: (torch.randn(n).as_subclass(Base), torch.randn(n).as_subclass(Derived)))
+
+
+class Tagged(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        out = super().__torch_function__(func, types, args, kwargs)
+        k = next((a.k for a in args if isinstance(a, Tagged) and hasattr(a, "k")), 1)
+        return out * k if func is torch.Tensor.exp else out
+
+
+def test_the_inputs_own_attributes_are_read_and_guarded():
+    jf = symshape.jit(lambda x: x.exp())
+    for k in (2.0, 2.0, 5.0):
+        x = torch.randn(4).as_subclass(Tagged)
+        x.k = k
+        assert_same_tensor(jf(x), x.exp())
+    assert jf.stats.compiles == 2  # k changed once
+
+
+def test_a_read_of_data_splits_and_the_rest_sees_the_subclass():
+    def fn(x, y):
+        z = x + y  # a subtraction
+        if z.sum() > 0:
+            return z * 2
+        return z.exp()
+
+    check(fn, _flipped, sizes=(3, 5, 6, 8))
+
+
+def test_an_in_place_update_of_a_subclass_input_reaches_the_caller():
+    def fn(x):
+        x.mul_(2)
+        return x + 1, x.mul_(3)
+
+    jf = symshape.jit(fn)
+    for n in (3, 5):
+        x, _ = _flipped(n)
+        y = x.detach().clone().as_subclass(Flipped)
+        got, want = jf(x), fn(y)
+        assert_same_tensor(got[0], want[0])
+        assert got[1] is x and want[1] is y  # in-place methods return the caller's object
+        assert_same_tensor(x, y)
+    returned = symshape.jit(lambda x: x)
+    x = _flipped(3)[0]
+    assert returned(x) is x
+
+
+class Dispatching(torch.Tensor):
+    """A __torch_dispatch__ wrapper subclass: its values are not one strided tensor."""
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    def __new__(cls, data):
+        self = torch.Tensor._make_wrapper_subclass(cls, data.size(), dtype=data.dtype)
+        self._data = data
+        return self
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        unwrap = lambda t: t._data if isinstance(t, Dispatching) else t  # noqa: E731
+        return func(*[unwrap(a) for a in args], **(kwargs or {}))
+
+
+class Overriding(torch.Tensor):
+    def sum(self, *args, **kwargs):  # a traced tensor would find torch's
+        return super().sum(*args, **kwargs) + 1
+
+
+@pytest.mark.parametrize(
+    "cls, why", [(Dispatching, "__torch_dispatch__"), (Overriding, "Tensor.sum")]
+)
+def test_a_subclass_that_cannot_be_traced_runs_eagerly(cls, why):
+    def fn(x):
+        return x.sum() * 2
+
+    def make(n):
+        return cls(torch.randn(n)) if cls is Dispatching else torch.randn(n).as_subclass(cls)
+
+    jf = symshape.jit(fn)
+    with pytest.warns(symshape.TraceTimeSideEffectWarning, match=why):
+        for n in (2, 3):
+            x = make(n)
+            torch.testing.assert_close(jf(x), fn(x))
+    assert jf.stats.eager_calls == 2 and jf.stats.compiles == 0
+    with pytest.raises(symshape.TracingError, match=why):
+        symshape.jit(fn, fullgraph=True)(make(2))
+    if cls is Overriding:
+        with pytest.raises(symshape.TracingError, match="as_subclass"):
+            symshape.jit(lambda x: x.as_subclass(Overriding).sum(), fullgraph=True)(torch.ones(2))
