@@ -169,4 +169,33 @@ def mark(p: TensorProxy, cls: type) -> None:
     p._ss_ctx.subclassed = True
 
 
-__all__ = ["as_subclass", "dispatch", "mark", "overloaded", "plain", "pytype", "traceable"]
+def install(patches) -> None:
+    """While tracing, ``Tensor._make_subclass(cls, t)`` of a traced ``t`` (a subclass's
+    ``__new__``) makes a traced tensor answering as ``cls``."""
+    make = torch._C.TensorBase._make_subclass
+
+    def _make_subclass(cls, data, require_grad=False, **kwargs):
+        if type(data) is not TensorProxy or patches.current() is None:
+            return make(cls, data, require_grad, **kwargs)
+        if kwargs or not traceable(cls):
+            why = f"options {sorted(kwargs)}" if kwargs else why_not(cls)
+            where = user_location()
+            raise TracingError(
+                f"`Tensor._make_subclass({cls.__qualname__}, ...)` of a traced tensor"
+                + (f" (at {where.describe()})" if where else "")
+                + f": symshape cannot trace {cls.__qualname__}: {why}. Fix: make it outside "
+                "the jit-compiled function and pass it in as an argument"
+            )
+        with torch._C.DisableTorchFunctionSubclass():
+            out = data.detach()  # eager's: an alias of the data, no history
+            if require_grad:
+                out.requires_grad_()
+        mark(out, cls)
+        return out
+
+    patches.add(torch.Tensor, "_make_subclass", staticmethod(_make_subclass))
+
+
+__all__ = [
+    "as_subclass", "dispatch", "install", "mark", "overloaded", "plain", "pytype", "traceable"
+]  # fmt: skip

@@ -237,3 +237,41 @@ def test_a_subclass_that_cannot_be_traced_runs_eagerly(cls, why):
     if cls is Overriding:
         with pytest.raises(symshape.TracingError, match="as_subclass"):
             symshape.jit(lambda x: x.as_subclass(Overriding).sum(), fullgraph=True)(torch.ones(2))
+
+
+class Units(torch.Tensor):
+    """Made with ``Tensor._make_subclass`` in ``__new__``; its handler carries a unit."""
+
+    @staticmethod
+    def __new__(cls, data, unit="m"):
+        t = torch.Tensor._make_subclass(cls, data, data.requires_grad)
+        t.unit = unit
+        return t
+
+    def __init__(self, data, unit="m"):
+        pass
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        out = super().__torch_function__(func, types, args, kwargs)
+        unit = next((a.unit for a in args if isinstance(a, Units) and hasattr(a, "unit")), None)
+        if isinstance(out, Units) and unit is not None and not hasattr(out, "unit"):
+            out.unit = unit
+        return out
+
+
+def test_a_subclass_made_inside_keeps_what_its_handler_sets():
+    def made(t):
+        u = Units(t * 3, "s")
+        v = u + 1
+        return v, v.unit, u.unit
+
+    def passed(x):
+        y = x * 2
+        return y, y.unit
+
+    check(made, lambda n: (torch.randn(n),), fullgraph=True)
+    check(passed, lambda n: (Units(torch.randn(n), "kg"),), fullgraph=True)
+    jf = symshape.jit(lambda t: Units(t.exp()))
+    out = jf(torch.randn(3))
+    assert type(out) is Units and out.unit == "m"
