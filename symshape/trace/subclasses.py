@@ -53,6 +53,8 @@ def _traceable(cls: type) -> bool:
 
 def why_not(cls: type) -> str:
     """Why ``traceable(cls)`` is False, in words."""
+    if issubclass(cls, torch.nn.Parameter):
+        return "it is an nn.Parameter subclass with its own __torch_function__"
     if getattr(cls, "__torch_dispatch__", _DEFAULT_DISPATCH) is not _DEFAULT_DISPATCH:
         return "it defines __torch_dispatch__ (its values are not one strided tensor)"
     if "__slots__" in cls.__dict__:

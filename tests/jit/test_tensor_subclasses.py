@@ -275,3 +275,24 @@ def test_a_subclass_made_inside_keeps_what_its_handler_sets():
     jf = symshape.jit(lambda t: Units(t.exp()))
     out = jf(torch.randn(3))
     assert type(out) is Units and out.unit == "m"
+
+
+class ZeroingParameter(torch.nn.Parameter):
+    """A parameter whose handler zeroes what linear layers compute with it."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        with torch._C.DisableTorchFunctionSubclass():
+            out = func(*args, **(kwargs or {}))
+        return out * 0 if func is torch.nn.functional.linear else out
+
+
+def test_a_parameter_subclass_with_its_own_handler_runs_the_call_eagerly():
+    m = torch.nn.Linear(3, 2)
+    m.weight = ZeroingParameter(m.weight.detach())
+    jm = symshape.jit(m)
+    with pytest.warns(symshape.TraceTimeSideEffectWarning, match="nn.Parameter subclass"):
+        for n in (2, 4):
+            x = torch.randn(n, 3)
+            torch.testing.assert_close(jm(x), m(x))
+    assert jm.stats.eager_calls == 2

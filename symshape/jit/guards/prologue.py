@@ -456,7 +456,7 @@ class Builder(ObjectInputs, ModuleInputs):
 
     def _tensor(self, t: torch.Tensor, src: str, label: str, out, is_param: bool):
         orig, T = t, type(t)
-        if T is not torch.Tensor and T is not TensorProxy and not issubclass(T, nn.Parameter):
+        if T is not torch.Tensor and T is not TensorProxy:
             t = _subclass_input(t, label)  # traced as a plain tensor, its handler inlined
         _refuse_untraceable(t, label)
         if id(orig) in self.tensor_local:  # the same tensor passed twice: keep the aliasing
@@ -813,6 +813,11 @@ def _subclass_input(t: torch.Tensor, label: str) -> torch.Tensor:
     """A tensor subclass input: a plain alias of it to trace (its handler runs on the
     proxy, which answers as the subclass), or ``UntraceableInput``."""
     T = type(t)
+    if (
+        issubclass(T, nn.Parameter)
+        and T.__torch_function__ is torch._C._disabled_torch_function_impl
+    ):
+        return t  # nn.Parameter, or a subclass of it without a handler of its own
     if not subclasses.traceable(T):
         raise UntraceableInput(
             f"{label} is a {T.__name__}, a tensor subclass which symshape does not trace: "
