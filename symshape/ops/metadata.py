@@ -18,6 +18,8 @@ from symshape.ops._helpers import norm_dim, numel
 from symshape.ops.asserts import assert_statement
 from symshape.ops.factories import known_value
 from symshape.ops.registry import OpDef, attribute, define, tensor_method
+from symshape.trace import subclasses
+from symshape.trace.proxy import own_attributes
 from symshape.ops.strides import stride_order
 from symshape.ops.views import eager_layout
 from symshape.sym import DataDependentError
@@ -181,9 +183,13 @@ def _deepcopy(ctx, t, memo=None):
     if ctx.meta(t).requires_grad:
         new = _traced(ctx, torch.Tensor.requires_grad_, new)
     memo[id(t)] = new
-    for k, v in t.__dict__.items():
-        if k.startswith(("_ss_pytype", "_is_param")) or not k.startswith("_ss_"):
-            setattr(new, k, copy.deepcopy(v, memo))
+    cls = t.__dict__.get("_ss_pytype")
+    if cls is not None:  # a Parameter's kind, or a tensor subclass with its methods
+        subclasses.mark(new, cls)
+    if t.__dict__.get("_is_param"):
+        new._is_param = True
+    for k, v in own_attributes(t):
+        setattr(new, k, copy.deepcopy(v, memo))
     return new
 
 

@@ -45,7 +45,7 @@ import torch
 
 from symshape.sym.source import PACKAGE_DIR
 from symshape.trace import symfloat as F
-from symshape.trace.proxy import TensorProxy
+from symshape.trace.proxy import TensorProxy, own_attributes
 from symshape.trace.symnode import SymNode
 
 log = logging.getLogger("symshape")
@@ -225,7 +225,7 @@ class _Encoder:
     def _proxy(self, p):
         if p._ss_ctx is not self.ctx:
             raise _Opaque("a traced tensor of another trace")
-        own = {k: v for k, v in p.__dict__.items() if not k.startswith("_ss_")}
+        own = dict(own_attributes(p))
         kind = getattr(p, "_ss_pytype", None)
         # metadata by its text: symbolic sizes compare as conditions, not as values
         meta = repr(p._ss_meta)

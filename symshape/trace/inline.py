@@ -12,10 +12,18 @@ trace's guards, as for the user's own code.
 Only plain Python functions of torch's public functional modules qualify, not
 Tensor methods or a user's ``__torch_function__`` overrides. The copy of each
 function differs from it only in those three names and is made once.
+
+A function of the program's own written the same way (overridable through
+``handle_torch_function``, which the mode meets with no subclass among the
+arguments: eager would not have dispatched) runs the same way, its copy made
+again at each such call over its module's globals as they are then (one that
+assigns globals is not copied: the call runs at a split). The statements before
+the check run twice in that call.
 """
 
 from __future__ import annotations
 
+import dis
 import types
 from collections.abc import Callable
 
@@ -29,26 +37,34 @@ def _false(*args, **kwargs) -> bool:
 
 
 def body(func) -> Callable | None:
-    """``func`` with its torch-function dispatch check answering False, or None
-    if ``func`` is not a Python function of torch's functional modules."""
+    """``func`` with its torch-function dispatch checks answering False, or None
+    if ``func`` is not such a Python function (of torch's functional modules, or
+    of the program's own)."""
     try:
         return _bodies[func]
     except KeyError:
         pass
     except TypeError:  # unhashable
         return None
-    fn = None
-    if (
-        type(func) is types.FunctionType
-        and getattr(func, "__module__", None) in _MODULES
-        and "handle_torch_function" in func.__code__.co_names
-    ):
-        g = dict(func.__globals__)
-        g.update({name: _false for name in _NO})
-        fn = types.FunctionType(
-            func.__code__, g, func.__name__, func.__defaults__, func.__closure__
-        )
-        fn.__kwdefaults__ = func.__kwdefaults__
-        fn.__wrapped__ = func
-    _bodies[func] = fn
+    if type(func) is not types.FunctionType or not _checks(func.__code__):
+        return None
+    if getattr(func, "__module__", None) in _MODULES:
+        fn = _bodies[func] = _copy(func)
+        return fn
+    if func.__module__ and func.__module__.partition(".")[0] in ("torch", "symshape"):
+        return None
+    names = {i.opname for i in dis.get_instructions(func.__code__)}
+    return None if names & {"STORE_GLOBAL", "DELETE_GLOBAL"} else _copy(func)
+
+
+def _checks(code) -> bool:
+    return "handle_torch_function" in code.co_names and any(n in code.co_names for n in _NO)
+
+
+def _copy(func):
+    g = dict(func.__globals__)
+    g.update({name: _false for name in _NO})
+    fn = types.FunctionType(func.__code__, g, func.__name__, func.__defaults__, func.__closure__)
+    fn.__kwdefaults__ = func.__kwdefaults__
+    fn.__wrapped__ = func
     return fn

@@ -113,6 +113,7 @@ class TracingMode(TorchFunctionMode):
         super().__init__()
         self.ctx = ctx
         self.lookup = lookup
+        self.skipping = None  # redispatch_function's: one call dispatched past its handlers
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if torch._C._is_any_autocast_enabled():
@@ -126,15 +127,16 @@ class TracingMode(TorchFunctionMode):
         if any(isinstance(a, torch.fx.Proxy) for a in args):
             # torch.fx.symbolic_trace run by the traced code: its own proxies, not ours
             return func(*args, **(kwargs or {}))
-        if torch._C._is_torch_function_enabled():
-            types = subclasses.overloaded(args, kwargs, self.ctx.subclassed)
-            if types:  # a tensor subclass's handler, as eager runs it (its ops traced)
+        if torch._C._is_torch_function_enabled() and self.skipping is not func:
+            found = subclasses.overloaded(args, kwargs, self.ctx.subclassed)
+            if found:  # a tensor subclass's handler, as eager runs it (its ops traced)
                 with self:
-                    return subclasses.dispatch(func, types, args, kwargs)
-        other = _overriding(args, kwargs)
-        if other is not None:  # an object of the user's with __torch_function__: as eager
-            with self:  # its handler's own torch calls are traced
-                return type(other).__torch_function__(func, types, args, kwargs or {})
+                    return subclasses.dispatch(func, found, args, kwargs)
+            other = _overriding(args, kwargs)
+            if other is not None:  # an object of the user's with __torch_function__: as eager
+                with self:  # its handler's own torch calls are traced
+                    return type(other).__torch_function__(func, types, args, kwargs or {})
+        self.skipping = None
         op = self.lookup(func) or _fallback[0](func)
         if op is None:
             inlined = body(func)  # a Python function of torch's: its own ops are traced

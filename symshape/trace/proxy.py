@@ -237,3 +237,14 @@ def _asked_by_program() -> bool:
 
 def _as_subclass_then(convert, cls, t: torch.Tensor):
     return convert(torch.Tensor.as_subclass(t, cls))
+
+
+def own_attributes(p: TensorProxy) -> list:
+    """``(name, value)`` of the attributes the program set on a traced tensor: not
+    symshape's (``_ss_*``, torch's ``_is_param``), nor the methods of its tensor
+    subclass that stand in its ``__dict__`` (``_ss_methods``, trace/subclasses.py)."""
+    d = p.__dict__
+    methods = d.get("_ss_methods", ())
+    return [
+        (k, v) for k, v in d.items() if not k.startswith(("_ss_", "_is_param")) and k not in methods
+    ]

@@ -39,7 +39,7 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
-from symshape.trace import modules
+from symshape.trace import modules, subclasses
 from symshape.trace.patching import swapped_outside_traces
 from symshape.trace.proxy import TensorProxy
 
@@ -144,10 +144,8 @@ _active = 0  # traces in progress, on all threads
 def mirror(proxy, real: torch.Tensor) -> None:
     """Make ``proxy`` answer type questions as ``real`` does."""
     t = _real_type(real)
-    if t is not torch.Tensor:
-        proxy._ss_pytype = t
-        if not isinstance(real, nn.Parameter):
-            proxy._ss_ctx.subclassed = True  # its handler runs (trace/subclasses.py)
+    if t is not torch.Tensor:  # a Parameter's class, or a tensor subclass (its handler runs)
+        subclasses.mark(proxy, t)
     if isinstance(real, nn.Parameter):
         proxy._is_param = True  # isinstance(proxy, nn.Parameter), as torch's fake tensors
 

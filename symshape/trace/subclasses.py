@@ -16,12 +16,14 @@ one strided tensor) and classes written in C.
 
 from __future__ import annotations
 
-import weakref
+import sys
+import threading
+from inspect import getattr_static
 
 import torch
 
-from symshape.sym.source import user_location
-from symshape.trace.errors import TracingError
+from symshape.sym.source import PACKAGE_DIR, user_location
+from symshape.trace.errors import RunsEagerly, TracingError
 from symshape.trace.proxy import TensorProxy
 
 _DEFAULT_DISPATCH = torch.Tensor.__torch_dispatch__
@@ -30,16 +32,6 @@ _DEFAULT_DISPATCH = torch.Tensor.__torch_dispatch__
 def traceable(cls: type) -> bool:
     """Is ``cls`` a ``torch.Tensor`` subclass whose instances are traced as plain
     tensors with its ``__torch_function__`` inlined?"""
-    known = _TRACEABLE.get(cls)
-    if known is None:
-        known = _TRACEABLE[cls] = _traceable(cls)
-    return known
-
-
-_TRACEABLE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _traceable(cls: type) -> bool:
     return (
         issubclass(cls, torch.Tensor)
         and cls is not torch.Tensor
@@ -61,7 +53,7 @@ def why_not(cls: type) -> str:
         return "it declares __slots__"
     name = _overridden(cls)
     if name is not None:
-        return f"it overrides Tensor.{name} in Python"
+        return f"it redefines Tensor.{name} in Python as a property or a special method"
     return "it is one of torch's own tensor classes"
 
 
@@ -76,15 +68,33 @@ _OWN = frozenset({
 
 
 def _overridden(cls: type) -> str | None:
-    """A torch.Tensor attribute the subclass redefines in Python (``def sum(self)``):
-    the traced tensor, a TensorProxy, would find torch's."""
+    """A torch.Tensor attribute the subclass redefines where a traced tensor (a
+    TensorProxy) cannot take the subclass's: a special method (looked up on the
+    type), a property of torch's (``ndim``), or one redefined as a property."""
+    for name, raw in _redefined(cls):
+        if name.startswith("__") or _is_data_descriptor(getattr_static(torch.Tensor, name)):
+            return name
+        if _is_data_descriptor(raw):
+            return name
+    return None
+
+
+def _redefined(cls: type) -> list:
+    """``(name, attribute)`` of what the subclass's own classes define that
+    torch.Tensor has too, the most derived first (``_OWN`` aside)."""
+    out, seen = [], set()
     for c in cls.__mro__:
         if c is torch.Tensor:
-            return None
-        for name in c.__dict__:
-            if name not in _OWN and hasattr(torch.Tensor, name):
-                return name
-    return None
+            break
+        for name, raw in c.__dict__.items():
+            if name not in _OWN and name not in seen and hasattr(torch.Tensor, name):
+                seen.add(name)
+                out.append((name, raw))
+    return out
+
+
+def _is_data_descriptor(v) -> bool:
+    return hasattr(type(v), "__set__") or hasattr(type(v), "__delete__")
 
 
 def plain(t: torch.Tensor) -> torch.Tensor:
@@ -100,11 +110,11 @@ def pytype(x) -> type | None:
     return cls if cls is not None and not issubclass(cls, torch.nn.Parameter) else None
 
 
-def overloaded(args: tuple, kwargs: dict | None, traced: bool) -> tuple:
-    """The tensor subclasses among the arguments (and list items): of traced
-    tensors (where ``traced``, the trace has some) and of real ones (a tensor the
-    code closed over), in the order eager's dispatch tries their handlers: a
-    subclass before its base, otherwise left to right."""
+def overloaded(args: tuple, kwargs: dict | None, traced: bool) -> list:
+    """``(class, instance)`` of the tensor subclasses among the arguments (and list
+    items): of traced tensors (where ``traced``, the trace has some) and of real
+    ones (a tensor the code closed over), in the order eager's dispatch tries their
+    handlers: a subclass before its base, otherwise left to right."""
     out: list = []
     for a in (*args, *(kwargs.values() if kwargs else ())):
         for x in a if type(a) in (list, tuple) else (a,):
@@ -115,22 +125,24 @@ def overloaded(args: tuple, kwargs: dict | None, traced: bool) -> tuple:
                 continue
             else:
                 cls = t if traceable(t) else None
-            if cls is None or cls in out or cls.__torch_function__ is _DISABLED:
+            if cls is None or cls.__torch_function__ is _DISABLED or any(c is cls for c, _ in out):
                 continue
-            at = next((i for i, c in enumerate(out) if issubclass(cls, c)), len(out))
-            out.insert(at, cls)
-    return tuple(out)
+            at = next((i for i, (c, _) in enumerate(out) if issubclass(cls, c)), len(out))
+            out.insert(at, (cls, x))
+    return out
 
 
 _DISABLED = torch._C._disabled_torch_function_impl
 _SCALARS = (int, float, bool, type(None))
 
 
-def dispatch(func, types: tuple, args: tuple, kwargs: dict | None):
+def dispatch(func, found: list, args: tuple, kwargs: dict | None):
     """Eager's ``handle_torch_function``: each handler in turn until one does not
-    return ``NotImplemented``."""
-    for cls in types:
-        out = cls.__torch_function__(func, types, args, kwargs or {})
+    return ``NotImplemented``. A handler is looked up as eager looks it up, on the
+    argument (a classmethod binds its class; a plain method, the tensor)."""
+    types = tuple(cls for cls, _ in found)
+    for cls, instance in found:
+        out = _handler(cls, instance)(func, types, args, kwargs or {})
         if out is not NotImplemented:
             return out
     name = getattr(func, "__name__", repr(func))
@@ -138,6 +150,14 @@ def dispatch(func, types: tuple, args: tuple, kwargs: dict | None):
         f"no implementation found for '{name}' on types that implement __torch_function__: "
         f"{list(types)}"
     )
+
+
+def _handler(cls: type, instance):
+    for c in cls.__mro__:
+        raw = c.__dict__.get("__torch_function__")
+        if raw is not None:
+            return raw.__get__(instance, cls) if hasattr(raw, "__get__") else raw
+    return cls.__torch_function__
 
 
 def as_subclass(p: TensorProxy, cls, caller: str = "") -> TensorProxy:
@@ -150,14 +170,7 @@ def as_subclass(p: TensorProxy, cls, caller: str = "") -> TensorProxy:
         raise TypeError(
             f"as_subclass(): argument 'cls' must be a subclass of torch.Tensor, not {cls!r}"
         )
-    if cls is not torch.Tensor and not traceable(cls):
-        where = user_location()
-        raise TracingError(
-            f"`as_subclass({cls.__qualname__})` on a traced tensor"
-            + (f" (at {where.describe()})" if where else "")
-            + f": symshape cannot trace {cls.__qualname__}: {why_not(cls)}. Fix: make it "
-            "outside the jit-compiled function and pass it in as an argument"
-        )
+    _refuse(cls, f"as_subclass({cls.__qualname__})", {})
     with torch._C.DisableTorchFunctionSubclass():
         out = p.view_as(p)
     if cls is not torch.Tensor:
@@ -166,36 +179,171 @@ def as_subclass(p: TensorProxy, cls, caller: str = "") -> TensorProxy:
 
 
 def mark(p: TensorProxy, cls: type) -> None:
-    """``p`` stands for an instance of ``cls``."""
+    """``p`` stands for an instance of ``cls``: the methods of ``cls`` that redefine
+    torch.Tensor's (``def to(self, ...)``) are bound in its ``__dict__``, where they
+    come before the class's (``_ss_methods`` names them)."""
     p._ss_pytype = cls
+    if issubclass(cls, torch.nn.Parameter):
+        return
     p._ss_ctx.subclassed = True
+    redefined = _redefined(cls)
+    for name, raw in redefined:
+        p.__dict__[name] = raw.__get__(p, cls) if hasattr(raw, "__get__") else raw
+    if redefined:
+        p._ss_methods = frozenset(name for name, _ in redefined)
 
 
 def install(patches) -> None:
-    """While tracing, ``Tensor._make_subclass(cls, t)`` of a traced ``t`` (a subclass's
-    ``__new__``) makes a traced tensor answering as ``cls``."""
+    """While tracing, the ways traced code makes or dispatches tensor subclasses
+    reach symshape: ``Tensor._make_subclass`` and ``Sub(t)`` of a traced tensor,
+    ``torch._C.DisableTorchFunction``, ``redispatch_function`` and the
+    ``has_torch_function`` checks of ``torch.overrides``."""
     make = torch._C.TensorBase._make_subclass
+    new = torch._C.TensorBase.__new__
 
     def _make_subclass(cls, data, require_grad=False, **kwargs):
         if type(data) is not TensorProxy or patches.current() is None:
             return make(cls, data, require_grad, **kwargs)
-        if kwargs or not traceable(cls):
-            why = f"options {sorted(kwargs)}" if kwargs else why_not(cls)
-            where = user_location()
-            raise TracingError(
-                f"`Tensor._make_subclass({cls.__qualname__}, ...)` of a traced tensor"
-                + (f" (at {where.describe()})" if where else "")
-                + f": symshape cannot trace {cls.__qualname__}: {why}. Fix: make it outside "
-                "the jit-compiled function and pass it in as an argument"
-            )
+        _refuse(cls, "Tensor._make_subclass", kwargs)
         with torch._C.DisableTorchFunctionSubclass():
             out = data.detach()  # eager's: an alias of the data, no history
             if require_grad:
                 out.requires_grad_()
-        mark(out, cls)
+        if cls is not torch.Tensor:
+            mark(out, cls)
         return out
 
+    def __new__(cls, *args, **kwargs):  # `Sub(t)`, `super().__new__(cls, t)`: an alias
+        traced = len(args) == 1 and not kwargs and type(args[0]) is TensorProxy
+        if traced and patches.current() is not None:
+            _refuse(cls, f"{cls.__qualname__}(t)", {})
+            return as_subclass(args[0], cls)
+        return new(cls, *args, **kwargs)
+
     patches.add(torch.Tensor, "_make_subclass", staticmethod(_make_subclass))
+    patches.add(torch.Tensor, "__new__", staticmethod(__new__))
+    _disable_all(patches)
+    patches.replace(torch._C, "_skip_one_hop_torch_function", _skip_one_hop(patches))
+    for name in ("has_torch_function", "has_torch_function_unary", "has_torch_function_variadic"):
+        patches.replace(torch.overrides, name, _has_torch_function(patches, name))
+
+
+def _refuse(cls, what: str, kwargs: dict) -> None:
+    """Making ``cls`` from a traced tensor: refused unless traceable."""
+    if not kwargs and (cls is torch.Tensor or traceable(cls)):
+        return
+    why = f"options {sorted(kwargs)}" if kwargs else why_not(cls)
+    where = user_location()
+    _raise(
+        f"`{what}` of a traced tensor"
+        + (f" (at {where.describe()})" if where else "")
+        + f": symshape cannot trace {cls.__qualname__}: {why}",
+        "make it outside the jit-compiled function and pass it in as an argument",
+    )
+
+
+def _raise(what: str, fix: str):
+    """The call runs eagerly where it may (refused under fullgraph)."""
+    from symshape.trace.context import current  # late: context imports this module
+
+    ctx = current()
+    if ctx is not None and ctx.falls_back:
+        raise RunsEagerly(what, fix)
+    raise TracingError(f"{what}. Fix: {fix}.")
+
+
+def _disable_all(patches):
+    """``torch._C.DisableTorchFunction()`` in traced code: subclass handlers off, as
+    in eager, and ``torch._C._is_torch_function_all_disabled()`` True; the tracer, a
+    torch function mode too, keeps recording (symshape's own uses get the real one)."""
+    real, all_disabled = torch._C.DisableTorchFunction, torch._C._is_torch_function_all_disabled
+
+    def from_program() -> bool:
+        caller = sys._getframe(2).f_code.co_filename
+        return patches.current() is not None and not caller.startswith(PACKAGE_DIR)
+
+    def DisableTorchFunction():
+        return _AllDisabled() if from_program() else real()
+
+    def _is_torch_function_all_disabled() -> bool:
+        return getattr(_tls, "disabled", 0) > 0 if from_program() else all_disabled()
+
+    patches.replace(torch._C, "DisableTorchFunction", DisableTorchFunction)
+    patches.replace(torch._C, "_is_torch_function_all_disabled", _is_torch_function_all_disabled)
+
+
+_tls = threading.local()
+
+
+class _AllDisabled:
+    """The program's ``DisableTorchFunction`` while it is traced."""
+
+    def __enter__(self):
+        self._off = torch._C.DisableTorchFunctionSubclass()
+        self._off.__enter__()
+        _tls.disabled = getattr(_tls, "disabled", 0) + 1
+        return self
+
+    def __exit__(self, *exc):
+        _tls.disabled -= 1
+        return self._off.__exit__(*exc)
+
+
+def _skip_one_hop(patches):
+    """``torch.overrides.redispatch_function`` in traced code: the call goes past the
+    subclass handlers once (the tracing mode's ``skipping``); calls inside it are
+    dispatched again."""
+    real = torch._C._skip_one_hop_torch_function
+
+    def _skip_one_hop_torch_function(func, types, args=(), kwargs=None):
+        mode = patches.current()
+        if mode is None:
+            return real(func, types, args, kwargs)
+        mode.skipping = func
+        try:
+            return func(*args, **(kwargs or {}))
+        finally:
+            mode.skipping = None
+
+    return _skip_one_hop_torch_function
+
+
+def _has_torch_function(patches, name: str):
+    """``torch.overrides.has_torch_function*`` read at call time by traced code: eager's
+    answer, which symshape's own torch function modes do not change."""
+    real = getattr(torch.overrides, name)
+
+    def check(*args):
+        mode = patches.current()
+        if mode is None:
+            return real(*args)
+        if mode.skipping is not None:  # redispatch_function's call: this check says no
+            mode.skipping = None
+            return False
+        if name == "has_torch_function":
+            args = tuple(args[0])
+        if any(not type(m).__module__.startswith("symshape.") for m in _function_modes()):
+            return True
+        return torch._C._is_torch_function_enabled() and any(map(_overrides, args))
+
+    check.__name__ = check.__qualname__ = name
+    return check
+
+
+def _function_modes() -> list:
+    return torch.overrides._get_current_function_mode_stack()
+
+
+def _overrides(x) -> bool:
+    """Does eager's dispatch hand a call with ``x`` to ``x``'s ``__torch_function__``?"""
+    t = type(x)
+    if t is TensorProxy:
+        cls = x.__dict__.get("_ss_pytype")
+        return cls is not None and cls.__torch_function__ is not _DISABLED
+    if t is torch.Tensor or t in _SCALARS:
+        return False
+    tf = getattr(t, "__torch_function__", None)
+    return tf is not None and tf is not _DISABLED
 
 
 __all__ = [

@@ -150,6 +150,26 @@ def test_two_subclasses_in_one_call_are_tried_in_eagers_order():
     check(fn, lambda n: (torch.randn(n).as_subclass(Base), torch.randn(n).as_subclass(Derived)))
 
 
+class Moved(torch.Tensor):
+    """Redefines Tensor methods in Python: the traced tensor calls them, not torch's."""
+
+    def to(self, *args, **kwargs):
+        return super().to(*args, **kwargs) * 2
+
+    def sigmoid(self):
+        return super().sigmoid().exp()
+
+    size = 10  # not callable: x.size is this class attribute, as in eager
+
+
+def test_a_subclass_redefining_tensor_methods_runs_its_own():
+    def fn(x):
+        return x.to(torch.float64), x.sigmoid(), x.size, torch.sigmoid(x)
+
+    jf = check(fn, lambda n: (torch.randn(n).as_subclass(Moved),), fullgraph=True, dynamic=True)
+    assert jf.stats.compiles == 1
+
+
 class Tagged(torch.Tensor):
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
@@ -212,12 +232,16 @@ class Dispatching(torch.Tensor):
 
 
 class Overriding(torch.Tensor):
-    def sum(self, *args, **kwargs):  # a traced tensor would find torch's
-        return super().sum(*args, **kwargs) + 1
+    @property
+    def ndim(self):  # a traced tensor would find torch's property
+        return 10
+
+    def sum(self, *args, **kwargs):
+        return super().sum(*args, **kwargs) + self.ndim
 
 
 @pytest.mark.parametrize(
-    "cls, why", [(Dispatching, "__torch_dispatch__"), (Overriding, "Tensor.sum")]
+    "cls, why", [(Dispatching, "__torch_dispatch__"), (Overriding, "Tensor.ndim")]
 )
 def test_a_subclass_that_cannot_be_traced_runs_eagerly(cls, why):
     def fn(x):
@@ -296,3 +320,83 @@ def test_a_parameter_subclass_with_its_own_handler_runs_the_call_eagerly():
             x = torch.randn(n, 3)
             torch.testing.assert_close(jm(x), m(x))
     assert jm.stats.eager_calls == 2
+
+
+class ExpForSigmoid(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func is torch.Tensor.sigmoid:
+            func = torch.Tensor.exp
+        return super().__torch_function__(func, types, args, kwargs)
+
+
+@pytest.mark.parametrize(
+    "make", [lambda n: torch.randn(n), lambda n: torch.randn(n).as_subclass(ExpForSigmoid)]
+)
+def test_disable_torch_function_in_the_program_turns_handlers_off(make):
+    def fn(x):
+        with torch._C.DisableTorchFunction():
+            flags = (
+                torch._C._is_torch_function_enabled(),
+                torch._C._is_torch_function_all_disabled(),
+            )
+            inside = x.sigmoid() + 1
+        return flags, inside, x.sigmoid(), torch._C._is_torch_function_all_disabled()
+
+    check(fn, lambda n: (make(n),), fullgraph=True)
+
+
+class Plain(torch.Tensor):
+    pass
+
+
+def test_a_subclass_made_with_its_constructor():
+    class Made(torch.Tensor):
+        @staticmethod
+        def __new__(cls, t):
+            return super().__new__(cls, t)
+
+    check(lambda x: (Plain(x * 2), Made(x).sum(), torch.Tensor._make_subclass(torch.Tensor, x)),
+          lambda n: (torch.randn(n),), fullgraph=True)  # fmt: skip
+
+
+def _scaled_mul(a, b):  # overridable the way torch's Python functions are
+    if torch.overrides.has_torch_function((a, b)):
+        return torch.overrides.handle_torch_function(_scaled_mul, (a, b), a, b)
+    return a * b + 1
+
+
+class Redispatching(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return torch.overrides.redispatch_function(func, types, args, kwargs or {})
+
+
+class MethodHandler(torch.Tensor):
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # not a classmethod
+        with torch._C.DisableTorchFunctionSubclass():
+            return func(*args, **(kwargs or {})) if func is not torch.Tensor.exp else args[0]
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("cls", [torch.Tensor, Redispatching, Plain, MethodHandler])
+def test_functions_overridable_through_handle_torch_function(cls):
+    def fn(a, b):
+        checks = (
+            torch.overrides.has_torch_function_unary(a),
+            torch.overrides.has_torch_function_variadic(b, 4),
+        )
+        return checks, _scaled_mul(a, b), a.exp()
+
+    check(fn, lambda n: (torch.randn(n).as_subclass(cls), torch.randn(n)), fullgraph=True)
+
+
+def test_a_method_set_on_the_class_later_is_seen():
+    class Late(torch.Tensor):
+        pass
+
+    jf = symshape.jit(lambda x: x.sigmoid() * 2)
+    x = torch.randn(3).as_subclass(Late)
+    assert_same_tensor(jf(x), x.sigmoid() * 2)
+    Late.sigmoid = lambda self: torch.Tensor.exp(self)
+    assert_same_tensor(jf(x), x.exp() * 2)

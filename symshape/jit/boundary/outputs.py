@@ -20,7 +20,7 @@ import torch.utils._pytree as pytree
 from symshape.trace.errors import RunsEagerly
 from symshape.trace.generator import DefaultGeneratorProxy, GeneratorProxy
 from symshape.trace.numpy_arrays import is_array, to_numpy
-from symshape.trace.proxy import TensorProxy
+from symshape.trace.proxy import TensorProxy, own_attributes
 from symshape.trace.subclasses import pytype
 from symshape.trace.symvalues import plain
 
@@ -275,7 +275,7 @@ def _closure(s, it, objects, memo):
 
 def _tags(p) -> list:
     """The attributes user code set on a traced tensor (not symshape's own)."""
-    return [(k, v) for k, v in p.__dict__.items() if not k.startswith(("_ss_", "_is_param"))]
+    return own_attributes(p)
 
 
 def _attributes(x) -> list:

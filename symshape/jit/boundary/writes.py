@@ -33,6 +33,7 @@ import torch
 from symshape.jit.boundary.outputs import _concrete as concrete
 from symshape.jit.boundary.outputs import unflatten
 from symshape.jit.guards.state import _instance_dict, _slots, is_plain_object, same_key
+from symshape.trace.proxy import own_attributes
 
 if TYPE_CHECKING:
     from symshape.jit.guards.prologue import Builder
@@ -361,8 +362,8 @@ def tensor_attr_writes(b: Builder) -> list:
     out = []
     for t, proxy, path in b.tensor_args:
         before = t.__dict__
-        for k, v in proxy.__dict__.items():
-            if not k.startswith(("_ss_", "_is_param")) and before.get(k, _MISSING) is not v:
+        for k, v in own_attributes(proxy):
+            if before.get(k, _MISSING) is not v:
                 out.append((path, "attr", k, v))
     return out
 

@@ -820,7 +820,7 @@ def _subclass_input(t: torch.Tensor, label: str) -> torch.Tensor:
         return t  # nn.Parameter, or a subclass of it without a handler of its own
     if not subclasses.traceable(T):
         raise UntraceableInput(
-            f"{label} is a {T.__name__}, a tensor subclass which symshape does not trace: "
+            f"{label} is of class {T.__name__}, a tensor subclass which symshape does not trace: "
             f"{subclasses.why_not(T)}. Fix: pass {label}.as_subclass(torch.Tensor), or call "
             "the function outside symshape.jit"
         )
