@@ -18,16 +18,15 @@ from symshape.ops._helpers import norm_dim, numel
 from symshape.ops.asserts import assert_statement
 from symshape.ops.factories import known_value
 from symshape.ops.registry import OpDef, attribute, define, tensor_method
-from symshape.trace import subclasses
-from symshape.trace.proxy import own_attributes
 from symshape.ops.strides import stride_order
 from symshape.ops.views import eager_layout
 from symshape.sym import DataDependentError
 from symshape.sym import logic as L
 from symshape.sym.source import user_location
-from symshape.trace import numpy_arrays
+from symshape.trace import numpy_arrays, subclasses
 from symshape.trace.eager import eager_call
 from symshape.trace.errors import TracingError, UnsupportedOpError, unsupported_form
+from symshape.trace.proxy import own_attributes
 
 
 def _getter(name: str, fn, *targets):
