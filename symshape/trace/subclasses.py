@@ -309,14 +309,17 @@ def _skip_one_hop(patches):
 
 
 def _has_torch_function(patches, name: str):
-    """``torch.overrides.has_torch_function*`` read at call time by traced code: eager's
-    answer, which symshape's own torch function modes do not change."""
+    """``torch.overrides.has_torch_function*`` read at call time by the program's
+    code: eager's answer, which symshape's own torch function modes do not change
+    (torch's own Python functions, ``torch._assert``, still find the tracing mode,
+    which gives them their rules)."""
     real = getattr(torch.overrides, name)
 
     def check(*args):
         mode = patches.current()
-        if mode is None:
-            return real(*args)
+        caller = sys._getframe(1).f_globals.get("__name__") or ""
+        if mode is None or caller.partition(".")[0] in ("torch", "symshape"):
+            return real(*args)  # torch's own functions: the tracing mode gets the call
         if mode.skipping is not None:  # redispatch_function's call: this check says no
             mode.skipping = None
             return False
