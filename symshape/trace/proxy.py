@@ -104,6 +104,7 @@ class TensorProxy(torch.Tensor):
     property (user code sees ``int``)."""
 
     __torch_function__ = torch._C._disabled_torch_function_impl
+    _ss_input = None  # an input's autograd state (jit/boundary/input_autograd.py)
 
     @staticmethod
     def __new__(cls, ctx, var, meta):
@@ -152,7 +153,7 @@ class TensorProxy(torch.Tensor):
         # user code asking x.__class__ sees eager's class (trace/pytypes.py)
         from symshape.trace import pytypes  # late: pytypes imports this module at load
 
-        return pytypes.answer(self, getattr(self, "_ss_pytype", torch.Tensor))
+        return pytypes.answer(self, self.__dict__.get("_ss_pytype", torch.Tensor))
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):

@@ -151,7 +151,7 @@ def mirror(proxy, real: torch.Tensor) -> None:
 
 
 def _proxy_type(proxy) -> type:
-    return getattr(proxy, "_ss_pytype", torch.Tensor)
+    return proxy.__dict__.get("_ss_pytype", torch.Tensor)
 
 
 def _register_watched() -> None:

@@ -74,12 +74,7 @@ def flatten(
         if is_array(x):  # a traced NumPy array: an np.ndarray of its tensor, after the call
             return ("call", to_numpy, [walk(x.tensor)])
         if _lazy_iterator(x):
-            raise RunsEagerly(
-                f"the function returns (or stores) a lazy {t.__module__}.{t.__qualname__}, "
-                "whose items are computed when iterated, after the call: a trace can only "
-                "return values it computed",
-                "return a list (list(it)) or a tuple of the values",
-            )
+            return _lazy(x, t, walk)
         if t is DefaultGeneratorProxy:  # what the code named is the real global generator
             return ("const", torch._C.default_generator)
         if t is slice or t is range:  # their ints may be sizes: this call's, not the traced one's
@@ -184,6 +179,7 @@ _PARTS = {
     "object": ((2, False),), "tuple_subclass": ((2, True), (3, False)),
     "keyed": ((1, True), (2, True)),
     "mapping": ((3, True), (4, False)), "sequence": ((2, True), (3, False)),
+    "lazy": ((2, True), (3, True)), "subclass": ((2, False),),
 }  # fmt: skip
 
 
@@ -234,6 +230,32 @@ def _concrete(k):
     if type(k) is tuple and any(isinstance(v, _SYMBOLIC) for v in k):
         return tuple(_concrete(v) for v in k)
     return plain(k)
+
+
+def _lazy(x, t, walk) -> tuple:
+    """A lazy ``map``/``filter``/``zip``/``enumerate``/``reversed`` or a list's, tuple's
+    or range's iterator the call returns: made again after every call from what it
+    reduces to (its function, the iterators it reads, where they stand), so that it
+    is lazy as eager's is: the caller's iteration runs the function."""
+    reduced = x.__reduce__() if t.__module__ == "builtins" and t in _REDUCIBLE else None
+    if reduced is None or type(reduced[1]) is not tuple:
+        raise RunsEagerly(
+            f"the function returns (or stores) a lazy {t.__module__}.{t.__qualname__}, "
+            "whose items are computed when iterated, after the call: a trace can only "
+            "return values it computed",
+            "return a list (list(it)) or a tuple of the values",
+        )
+    state = [("const", reduced[2])] if len(reduced) > 2 else []  # an index, zip's strict
+    return ("lazy", reduced[0], [walk(a) for a in reduced[1]], state)
+
+
+_REDUCIBLE = frozenset(
+    type(it)
+    for it in (
+        map(len, ()), filter(None, ()), zip(), enumerate(()), reversed([]), iter([]),
+        iter(()), iter(range(0)), reversed(range(0)), reversed(()),
+    )
+)  # fmt: skip
 
 
 def _lazy_iterator(x) -> bool:
@@ -342,6 +364,11 @@ def _build(s, it, objects, memo):
         for k, c in s[2]:
             setattr(v, k, _build(c, it, objects, memo))
         return v
+    if kind == "lazy":  # map(f, its), iter(list) at its index: made anew, as lazy
+        obj = s[1](*[_build(c, it, objects, memo) for c in s[2]])
+        for c in s[3]:
+            obj.__setstate__(_build(c, it, objects, memo))
+        return obj
     if kind == "tagged":
         v = next(it)
         for k, c in s[1]:
