@@ -287,7 +287,7 @@ def _route_python_level(patches: Patches) -> None:
     # can be replaced like a Python class's
     script_fn = torch._C.ScriptFunction
     call = _torchscript_refused(script_fn.__call__, patches, "ScriptFunction.__call__")
-    patches.replace(script_fn, "__call__", call)
+    patches.replace(script_fn, "__call__", _python_of_script(call, patches))
     # NumPy reads a symbolic size as the int it is (np.prod(x.shape) is an np.int64, as in
     # eager), specializing it with a guard; without __array__ it keeps a Python object
     for cls, to in ((torch.SymInt, int), (torch.SymFloat, float), (torch.SymBool, bool)):
@@ -523,6 +523,21 @@ def _torchscript_refused(fn: Callable, patches: Patches, what: str = "") -> Call
         )
 
     return refused
+
+
+def _python_of_script(call: Callable, patches: Patches) -> Callable:
+    """A scripted function (``torch.jit.script(f)``) called by traced code runs its
+    Python function, which ``torch.jit.script`` keeps (``_torchdynamo_inline``, the
+    one TorchDynamo inlines): its ops are traced like the program's own."""
+
+    @functools.wraps(call)
+    def __call__(self, *args, **kwargs):
+        python = getattr(self, "_torchdynamo_inline", None)
+        if patches.current() is not None and callable(python):
+            return python(*args, **kwargs)
+        return call(self, *args, **kwargs)
+
+    return __call__
 
 
 def _router(fn: Callable, patches: Patches) -> Callable:

@@ -223,17 +223,27 @@ def _scaled_cos(x, c: float = 2.0):
     return torch.cos(x) * c
 
 
-def test_a_scripted_function_inside_runs_at_a_split():
+@pytest.mark.parametrize("fullgraph", [False, True])
+def test_a_scripted_function_inside_runs_its_python(fullgraph):
     """dynamo's test_jit_script_defaults: a @torch.jit.script function called by
-    the traced code runs eagerly at a split (refused under fullgraph, naming it),
-    after TorchScript's executor has warmed up on it too."""
+    the traced code is traced through the Python function torch.jit.script keeps
+    (the one TorchDynamo inlines), defaults included, after TorchScript's executor
+    has warmed up on it too; one without it runs at a split (refused under
+    fullgraph, naming it)."""
     call = torch._C.ScriptFunction.__call__
     for n in (3, 3):
         _scaled_cos(torch.randn(n))  # TorchScript's profiling runs
-    fn = lambda x: _scaled_cos(x + 1) - x  # noqa: E731
-    check(fn, lambda n: (torch.randn(n),))
-    with pytest.raises(symshape.TracingError, match=r"(?s)ScriptFunction.*outside"):
-        symshape.jit(fn, fullgraph=True)(torch.randn(3))
+    fn = lambda x: _scaled_cos(x + 1) - _scaled_cos(x, 3.0)  # noqa: E731
+    jf = check(fn, lambda n: (torch.randn(n),), fullgraph=fullgraph)
+    assert jf.stats.eager_calls == 0 and jf.stats.splits == 0
+    compiled = torch.jit.script(_scaled_cos._torchdynamo_inline)
+    del compiled._torchdynamo_inline  # what a ScriptFunction made otherwise looks like
+    bare = lambda x: compiled(x + 1) - x  # noqa: E731
+    if fullgraph:
+        with pytest.raises(symshape.TracingError, match=r"(?s)ScriptFunction.*outside"):
+            symshape.jit(bare, fullgraph=True)(torch.randn(3))
+    else:
+        check(bare, lambda n: (torch.randn(n),))
     assert torch._C.ScriptFunction.__call__ == call  # restored afterwards
 
 
