@@ -129,6 +129,29 @@ def test_inductor_mlp_trains_like_eager(device):
     assert f.stats.backend_compiles == 2  # the forward and the backward, one family
 
 
+@pytest.mark.parametrize(
+    "backward",
+    [
+        lambda y: y.sum().backward(),  # its gradient comes expanded: stride 0
+        lambda y: y.mean().backward(),
+        lambda y: y.backward(torch.ones(y.shape[1], y.shape[0], device=y.device).t()),
+    ],
+    ids=["sum", "mean", "transposed"],
+)
+def test_an_inductor_backward_takes_gradients_of_any_layout(device, backward):
+    model = _mlp().to(device)
+    ref = copy.deepcopy(model)
+    f = symshape.jit(model, dynamic=True, backend="inductor")
+    for b in (4, 7):
+        x = torch.randn(b, 16, device=device)
+        backward(f(x))
+        backward(ref(x))
+        for p, q in zip(model.parameters(), ref.parameters()):
+            torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-4)
+            p.grad = q.grad = None
+    assert f.stats.backend_compiles == 2
+
+
 class Attention(nn.Module):
     """One projection split into heads, as transformers' models make q, k and v."""
 

@@ -167,7 +167,8 @@ class Compiled:
                     fn = self.backend(gm, fakes)
             t2 = time.perf_counter()
             check = _guard_check(env, symbols, self.sources)
-            fn = _eager_layouts(_conforming(fn, gm.symshape_layouts), gm, symbols, self.sources)
+            fn = _conforming(fn, gm.symshape_layouts, gm.symshape_contiguous)
+            fn = _eager_layouts(fn, gm, symbols, self.sources)
         except Exception as e:  # any back end's failure: the trace's Python still serves
             self.failed = True
             msg = (
@@ -294,7 +295,7 @@ def _graph(trace: Trace, run: Callable, args: tuple, sources: dict, oblivious: b
         return e if type(e) is int else E.evaluate(e, values)
 
     hints = {s: int(_value(src, args)) for s, src in sources.items()}
-    fakes, layouts = [], {}
+    fakes, layouts, contiguous = [], {}, []
     for i, (v, a) in enumerate(zip(trace.inputs, args)):
         if isinstance(v.meta, TensorMeta):
             m = v.meta
@@ -304,6 +305,8 @@ def _graph(trace: Trace, run: Callable, args: tuple, sources: dict, oblivious: b
             if order is not None:  # laid out otherwise than the trace says: as it comes
                 strides = _dense_strides(shape, order)
                 layouts[i] = order
+            elif m.strides is None:
+                contiguous.append(i)
             with mode:
                 # symshape differentiates the trace itself: the back end compiles a
                 # function of plain tensors (autograd.Function runs it with grad off)
@@ -331,6 +334,7 @@ def _graph(trace: Trace, run: Callable, args: tuple, sources: dict, oblivious: b
             decomposition_table=_decompositions(),
         )(*fakes)
     gm.symshape_layouts = layouts  # read by Compiled: inputs conformed to these each call
+    gm.symshape_contiguous = contiguous  # and these made contiguous where they are not
     return gm, fakes, env, symbols
 
 
@@ -364,15 +368,19 @@ def _dense_strides(shape: list, order: tuple) -> list:
     return strides
 
 
-def _conforming(fn: Callable, layouts: dict) -> Callable:
+def _conforming(fn: Callable, layouts: dict, contiguous: list) -> Callable:
     """``fn`` whose inputs at ``layouts`` are copied into the dense layout it was
-    compiled for, where a call's differs (a back end asserts its inputs' strides)."""
-    if not layouts:
-        return fn
+    compiled for, where a call's differs, and those compiled contiguous made so where
+    they are not (a back end asserts its inputs' strides; a gradient that autograd
+    hands over expanded, ``y.sum().backward()``'s, has stride 0)."""
     items = list(layouts.items())
 
     def run(*args):
         fixed = None
+        for i in contiguous:
+            if not args[i].is_contiguous():
+                fixed = fixed or list(args)
+                fixed[i] = args[i].contiguous()
         for i, order in items:
             a = args[i]
             want = _dense_strides(list(a.shape), order)
