@@ -223,7 +223,8 @@ def install(patches) -> None:
     patches.add(torch.Tensor, "_make_subclass", staticmethod(_make_subclass))
     patches.add(torch.Tensor, "__new__", staticmethod(__new__))
     _disable_all(patches)
-    patches.replace(torch._C, "_skip_one_hop_torch_function", _skip_one_hop(patches))
+    if hasattr(torch._C, "_skip_one_hop_torch_function"):  # redispatch_function's (2.13+)
+        patches.replace(torch._C, "_skip_one_hop_torch_function", _skip_one_hop(patches))
     for name in ("has_torch_function", "has_torch_function_unary", "has_torch_function_variadic"):
         patches.replace(torch.overrides, name, _has_torch_function(patches, name))
 
@@ -256,7 +257,8 @@ def _disable_all(patches):
     """``torch._C.DisableTorchFunction()`` in traced code: subclass handlers off, as
     in eager, and ``torch._C._is_torch_function_all_disabled()`` True; the tracer, a
     torch function mode too, keeps recording (symshape's own uses get the real one)."""
-    real, all_disabled = torch._C.DisableTorchFunction, torch._C._is_torch_function_all_disabled
+    real = torch._C.DisableTorchFunction
+    all_disabled = getattr(torch._C, "_is_torch_function_all_disabled", None)
 
     def from_program() -> bool:
         caller = sys._getframe(2).f_code.co_filename
@@ -269,7 +271,10 @@ def _disable_all(patches):
         return getattr(_tls, "disabled", 0) > 0 if from_program() else all_disabled()
 
     patches.replace(torch._C, "DisableTorchFunction", DisableTorchFunction)
-    patches.replace(torch._C, "_is_torch_function_all_disabled", _is_torch_function_all_disabled)
+    if all_disabled is not None:
+        patches.replace(
+            torch._C, "_is_torch_function_all_disabled", _is_torch_function_all_disabled
+        )
 
 
 _tls = threading.local()
