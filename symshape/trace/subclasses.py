@@ -7,11 +7,18 @@ does symshape. Its instances are traced as plain tensors whose proxies answer
 ``type()`` with the subclass (``_ss_pytype``); every torch call on one goes, as in
 eager, to the subclass's handler, whose own torch calls the tracer records (and
 whose Python side effects, like any the program makes, are replayed per call).
-``as_subclass`` on a traced tensor is a view that answers with the new class.
+``as_subclass`` on a traced tensor is a view that answers with the new class;
+the methods a class redefines (``def to(self, ...)``) stand in the proxy's
+``__dict__``. ``install`` routes the rest of the protocol while tracing (the
+constructors, ``DisableTorchFunction``, ``redispatch_function``,
+``has_torch_function``).
 
-Out of reach, and refused where they would be traced: subclasses with
-``__torch_dispatch__`` (wrapper subclasses such as DTensor: their values are not
-one strided tensor) and classes written in C.
+Out of reach, and refused where they would be traced (the call runs eagerly,
+warned): subclasses with ``__torch_dispatch__`` (wrapper subclasses such as
+DTensor: their values are not one strided tensor), with ``__slots__``, that
+redefine a property or special method of ``torch.Tensor`` (looked up on the
+proxy's own class), torch's own classes, and ``nn.Parameter`` subclasses with a
+handler of their own.
 """
 
 from __future__ import annotations
