@@ -128,14 +128,12 @@ class TracingMode(TorchFunctionMode):
             # torch.fx.symbolic_trace run by the traced code: its own proxies, not ours
             return func(*args, **(kwargs or {}))
         if torch._C._is_torch_function_enabled() and self.skipping is not func:
+            # a tensor subclass's or another object's __torch_function__, as eager runs
+            # it; its own torch calls are traced
             found = subclasses.overloaded(args, kwargs, self.ctx.subclassed)
-            if found:  # a tensor subclass's handler, as eager runs it (its ops traced)
+            if found:
                 with self:
                     return subclasses.dispatch(func, found, args, kwargs)
-            other = _overriding(args, kwargs)
-            if other is not None:  # an object of the user's with __torch_function__: as eager
-                with self:  # its handler's own torch calls are traced
-                    return type(other).__torch_function__(func, types, args, kwargs or {})
         self.skipping = None
         op = self.lookup(func) or _fallback[0](func)
         if op is None:
@@ -221,19 +219,6 @@ def _makes_another_layout(name: str) -> bool:
     ``sparse_coo_tensor``, ``to_mkldnn``)."""
     short = name.rsplit(".", 1)[-1]
     return short.startswith(("to_sparse", "sparse_", "_sparse_", "to_mkldnn"))
-
-
-def _overriding(args: tuple, kwargs: dict | None):
-    """The first argument (or list item) that is not a tensor but overrides torch
-    functions (a class with ``__torch_function__``): eager hands it the call."""
-    for a in (*args, *(kwargs.values() if kwargs else ())):
-        for x in a if type(a) in (list, tuple) else (a,):
-            if isinstance(x, torch.Tensor) or x is None or type(x) in (int, float, bool):
-                continue
-            tf = getattr(type(x), "__torch_function__", None)
-            if tf is not None and tf is not torch._C._disabled_torch_function_impl:
-                return x
-    return None
 
 
 def _any_traced(args: tuple, kwargs: dict) -> bool:

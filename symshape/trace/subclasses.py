@@ -44,7 +44,7 @@ def traceable(cls: type) -> bool:
         and cls is not torch.Tensor
         and not issubclass(cls, (torch.nn.Parameter, TensorProxy))
         and getattr(cls, "__torch_dispatch__", _DEFAULT_DISPATCH) is _DEFAULT_DISPATCH
-        and not cls.__module__.startswith("torch.")
+        and not cls.__module__.startswith(("torch.", "symshape."))
         and "__slots__" not in cls.__dict__
         and _overridden(cls) is None
     )
@@ -118,20 +118,23 @@ def pytype(x) -> type | None:
 
 
 def overloaded(args: tuple, kwargs: dict | None, traced: bool) -> list:
-    """``(class, instance)`` of the tensor subclasses among the arguments (and list
-    items): of traced tensors (where ``traced``, the trace has some) and of real
-    ones (a tensor the code closed over), in the order eager's dispatch tries their
-    handlers: a subclass before its base, otherwise left to right."""
+    """``(class, instance)`` of the arguments (and list items) whose class has a
+    ``__torch_function__``: tensor subclasses, of traced tensors (where ``traced``,
+    the trace has some) and of real ones (a tensor the code closed over), and other
+    objects (a user's class with the protocol), in the order eager's dispatch
+    tries their handlers: a subclass before its base, otherwise left to right."""
     out: list = []
     for a in (*args, *(kwargs.values() if kwargs else ())):
         for x in a if type(a) in (list, tuple) else (a,):
             t = type(x)
             if t is TensorProxy:
                 cls = pytype(x) if traced else None
-            elif t is torch.Tensor or t in _SCALARS or not isinstance(x, torch.Tensor):
+            elif t is torch.Tensor or t in _SCALARS:
                 continue
+            elif isinstance(x, torch.Tensor):
+                cls = t if t.__torch_function__ is not _DISABLED and traceable(t) else None
             else:
-                cls = t if traceable(t) else None
+                cls = t if getattr(t, "__torch_function__", None) is not None else None
             if cls is None or cls.__torch_function__ is _DISABLED or any(c is cls for c, _ in out):
                 continue
             at = next((i for i, (c, _) in enumerate(out) if issubclass(cls, c)), len(out))
