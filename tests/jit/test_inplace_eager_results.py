@@ -62,6 +62,11 @@ def _first_row(x: torch.Tensor) -> torch.Tensor:
     return x[0]  # TorchScript runs eagerly at a split: its result views x
 
 
+# without the Python function torch.jit.script keeps for TorchDynamo, which symshape
+# would trace instead
+del _first_row._torchdynamo_inline
+
+
 def _update_of_a_view(a):
     x = a * 2
     v = _first_row(x)
