@@ -407,3 +407,31 @@ def test_a_method_set_on_the_class_later_is_seen():
     assert_same_tensor(jf(x), x.sigmoid() * 2)
     Late.sigmoid = lambda self: torch.Tensor.exp(self)
     assert_same_tensor(jf(x), x.exp() * 2)
+
+
+def test_a_modules_buffer_of_a_subclass_runs_its_handler_once_per_call():
+    calls = []
+
+    class Counted(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            calls.append(func)
+            return super().__torch_function__(func, types, args, kwargs)
+
+    class Scaled(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("scale", torch.full((3,), 2.0).as_subclass(Counted))
+
+        def forward(self, x):
+            return x * self.scale
+
+    m = Scaled()
+    jm = symshape.jit(m, dynamic=True)
+    for n in (2, 4, 5):
+        x = torch.randn(n, 3)
+        before = len(calls)
+        want = m(x)
+        between = len(calls)
+        assert_same_tensor(jm(x), want)
+        assert len(calls) - between == between - before == 1

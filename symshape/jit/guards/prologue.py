@@ -510,15 +510,15 @@ class Builder(ObjectInputs, ModuleInputs):
         item = TensorItem(name, label, orig, sizes, strides, fetch, post, proxy, exact=exact)
         proxy._ss_input = InputAutograd(self, item, is_param)  # x.grad, x.is_leaf read
         self.tensors.append(item)
-        if is_param:
-            self.deferred.append(item)
-            return proxy
-        out.extend(fetch)
         obj = name
         if orig is not t:  # TensorGuards checked the subclass; the rest reads a plain alias
             self.globals["_plain"] = subclasses.plain
             obj = f"_{name}_obj"
             post.insert(0, f"{obj}, {name} = {name}, _plain({name})")
+        if is_param:
+            self.deferred.append(item)
+            return proxy
+        out.extend(fetch)
         self._user_attributes(orig, proxy, obj, label, post)
         return proxy
 
