@@ -254,7 +254,7 @@ def _route_python_level(patches: Patches) -> None:
     _record_backend_flags(patches)
     patches.replace(torch._C, "_set_default_dtype", _default_dtype_set(patches))
     patches.add(torch.Tensor, "_make_wrapper_subclass", _wrapper_subclass_made(patches))
-    subclasses.install(patches)  # Tensor._make_subclass of a traced tensor
+    subclasses.install(patches)  # subclass constructors, DisableTorchFunction, redispatch
     patches.replace(builtins, "id", _identity_read(builtins.id, patches))
     vmap.install(patches)
     imports.install(patches)  # a module's first import runs outside the trace
