@@ -4,6 +4,8 @@ torch call on one runs the subclass's handler as eager runs it, the handler's ow
 torch calls are recorded, and results come back as the class eager gives. Every
 test traces at one size and runs at others against eager."""
 
+import collections
+
 import pytest
 import torch
 
@@ -435,3 +437,30 @@ def test_a_modules_buffer_of_a_subclass_runs_its_handler_once_per_call():
         between = len(calls)
         assert_same_tensor(jm(x), want)
         assert len(calls) - between == between - before == 1
+
+
+_SEEN: collections.Counter = collections.Counter()
+
+
+class Tallied(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        _SEEN[getattr(func, "__name__", "?")] += 1
+        return super().__torch_function__(func, types, args, kwargs)
+
+
+def test_a_library_module_called_on_a_subclass_replays_the_handlers_writes():
+    """torch's own modules have no forward of the program's: the handler's globals are
+    still guarded and its writes replayed on every call the trace serves."""
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.LayerNorm(8))
+    jm = symshape.jit(m, dynamic=True)
+    for n in (3, 5, 7, 7):
+        x = torch.randn(n, 4).as_subclass(Tallied)
+        _SEEN.clear()
+        want = m(x)
+        eager = dict(_SEEN)
+        _SEEN.clear()
+        assert_same_tensor(jm(x), want)
+        assert dict(_SEEN) == eager and sum(eager.values()) == 3
+    assert jm.stats.cache_hits >= 2
