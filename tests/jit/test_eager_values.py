@@ -321,6 +321,32 @@ def test_a_helpers_global_is_guarded(monkeypatch):
     assert "global TEMP changed" in jf.stats.recompile_reasons[0]
 
 
+_SCALED: list = []
+
+
+class _ScaleByTemp(nn.Module):
+    def forward(self, x):
+        _SCALED.append(x.shape[0])
+        return x * TEMP
+
+
+def test_a_program_module_inside_a_library_container_has_its_globals_guarded(monkeypatch):
+    """nn.Sequential's forward is torch's: the program's module inside it still has the
+    globals it reads guarded and its writes replayed on every call."""
+    m = nn.Sequential(nn.ReLU(), _ScaleByTemp())
+    jm = symshape.jit(m, dynamic=True)
+    for n, temp in ((2, 10.0), (3, 10.0), (2, 20.0), (4, 20.0)):
+        monkeypatch.setitem(globals(), "TEMP", temp)
+        x = torch.randn(n)
+        _SCALED.clear()
+        want = m(x)
+        eager = list(_SCALED)
+        _SCALED.clear()
+        same(jm(x), want)
+        assert eager == _SCALED
+    assert jm.stats.compiles == 2, jm.stats.recompile_reasons
+
+
 # 26. NumPy reads sizes as ints: its scalars come back as NumPy scalars
 @pytest.mark.parametrize(
     "fn",

@@ -668,13 +668,13 @@ def _guard_python_state(b: Builder, fn, module, inputs: tuple):
         fns.append(forward)  # the user's own module (an installed package's is not)
     fns += hook_functions([module] if module is not None else b.roots)
     classes = {type(c) for c, _ in b.tracked.values()}  # `a + b` runs Variable.__add__
-    # a tensor subclass's __torch_function__ runs on every op of its instances, a
-    # library's module called on one too
-    handlers = {type(i.example) for i in b.tensors if subclasses.traceable(type(i.example))}
-    classes |= handlers
+    # a tensor subclass's __torch_function__ runs on every op of its instances
+    classes |= {type(i.example) for i in b.tensors if subclasses.traceable(type(i.example))}
     if isinstance(module, nn.Module):  # the user's submodules' methods: globals, defaults
         classes |= {type(m) for m in module.modules()}
-    gg = GlobalsGuard(*fns, classes=classes) if fns or handlers else None
+    # a library's module (nn.Sequential, GPT2Model) has no forward of the program's, but
+    # may hold the program's modules, or be called on its tensor subclass
+    gg = GlobalsGuard(*fns, classes=classes) if fns or any(map(user_class, classes)) else None
     if gg:  # snapshot before the call; settled after it
         for label, mod in gg.modules():
             # a module the function closes over (or reads as a global) is walked like an
