@@ -449,6 +449,16 @@ def _record_backend_flags(patches: Patches) -> None:
             if type(prop).__name__ == "ContextProp":
                 what = f"{mod.__name__}.{name}"
                 patches.replace(cls, name, _RecordedFlag(prop, what, patches), prop)
+    # torch.autograd._profiler_enabled(): a branch on it, guarded
+    real = torch.autograd._profiler_enabled
+
+    def _profiler_enabled() -> bool:
+        mode = patches.current()
+        if mode is not None and is_user_file(sys._getframe(1).f_code.co_filename):
+            mode.ctx.flags_read.add("the autograd profiler")
+        return real()
+
+    patches.replace(torch.autograd, "_profiler_enabled", _profiler_enabled)
 
 
 class _RecordedFlag:

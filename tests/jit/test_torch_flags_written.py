@@ -146,8 +146,31 @@ def test_backend_flags_read_are_checked_and_written_are_set_again():
                 jw(torch.randn(3))
                 assert cudnn.benchmark is True
             assert jw.stats.eager_calls == 0
+            assert jr.stats.recompile_reasons[0] == (
+                "torch.backends.cudnn.enabled changed from True to False"
+            )
         finally:
             cudnn.enabled, cudnn.benchmark = before
+
+
+def test_a_read_of_the_profilers_state_is_checked():
+    """``torch.autograd._profiler_enabled()`` (a branch taken only under a profiler,
+    dynamo's test_autograd_profiler_enabled) is checked on every call."""
+
+    def fn(x):
+        return x + 1 if torch.autograd._profiler_enabled() else x - 1
+
+    jf = symshape.jit(fn, fullgraph=True, dynamic=True)
+    for n, profiled in ((2, False), (3, True), (4, False), (5, True)):
+        x = torch.randn(n)
+        if profiled:
+            with torch.autograd.profiler.profile():
+                got, want = jf(x), fn(x)
+        else:
+            got, want = jf(x), fn(x)
+        assert torch.equal(got, want), (n, profiled)
+    assert jf.stats.compiles == 2
+    assert jf.stats.recompile_reasons[0] == "the autograd profiler changed from False to True"
 
 
 def test_the_default_dtype_set_and_put_back_inside_runs_eagerly():

@@ -76,15 +76,25 @@ def take_changes(before: list) -> list[tuple[str, Callable, object]]:
     return out
 
 
+# (what, read): state the program may read but not set with a plain call
+READS: tuple[tuple[str, Callable], ...] = (
+    ("the autograd profiler", torch.autograd._profiler_enabled),
+)
+
+
 def read_guards(b, read: set, before: list) -> None:
-    """The prologue's checks of the backends flags the traced code read
-    (``if torch.backends.cudnn.enabled:``): each as it was when the call began."""
-    for (what, get, _), old in zip(FLAGS, before):
+    """The prologue's checks of the flags the traced code read (``if
+    torch.backends.cudnn.enabled:``, ``torch.autograd._profiler_enabled()``): each
+    as it was when the call began."""
+    pairs = [(what, get, old) for (what, get, _), old in zip(FLAGS, before)]
+    pairs += [(what, get, get()) for what, get in READS]
+    for what, get, old in pairs:
         if what in read:
+            g = b.const(get, "_flag")
             b.fail(
-                f"{b.const(get, '_flag')}() != {b.const(old, '_flagv')}",
+                f"{g}() != {b.const(old, '_flagv')}",
                 f"{what} is {old!r}",
-                f"{b.const(get, '_flag')}()",
+                f"{(what + ' changed from ' + repr(old) + ' to ')!r} + repr({g}())",
                 kind="state",
             )
 
