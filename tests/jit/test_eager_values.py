@@ -5,6 +5,7 @@ Each traced at one size and run at others against eager."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import typing
 
 import numpy as np
@@ -319,6 +320,34 @@ def test_a_helpers_global_is_guarded(monkeypatch):
         same(jf(x), _helper(x))
     assert jf.stats.compiles == 2, jf.stats.recompile_reasons
     assert "global TEMP changed" in jf.stats.recompile_reasons[0]
+
+
+_ENTERED: list = []
+
+
+@contextlib.contextmanager
+def _entering(tag):
+    _ENTERED.append(tag)
+    yield
+
+
+@_entering("helper")  # a @contextmanager used as a decorator
+def _decorated(x):
+    return x * 2
+
+
+def test_a_context_manager_used_as_a_decorator_runs_on_every_call():
+    """dynamo's test_recursive (test_ctx_manager.py): the generator behind the helper's
+    decorator is reached for the globals it writes, which every call replays."""
+    jf = symshape.jit(lambda x: _decorated(x) + 1, dynamic=True)
+    for n in (2, 3, 4):
+        x = torch.randn(n)
+        _ENTERED.clear()
+        want = _decorated(x) + 1
+        eager = list(_ENTERED)
+        _ENTERED.clear()
+        same(jf(x), want)
+        assert eager == _ENTERED == ["helper"]
 
 
 _SCALED: list = []

@@ -316,13 +316,33 @@ def _reached(fns, limit: int = 4096) -> list:
             found += [m.__dict__[n] for n in attrs if n in m.__dict__]
         for v in list(found):  # a user class's methods, an instance's class's
             found += _methods(v if isinstance(v, type) else type(v))
-        # a helper behind functools.wraps or lru_cache: the function it wraps
-        found += [
-            v.__dict__.get("__wrapped__")
+        # a helper behind functools.wraps or lru_cache: the function it wraps, and
+        # what the wrapper closes over (a @contextmanager used as a decorator: its
+        # generator function, the context manager's `func`)
+        wrappers = [
+            v
             for v in found
             if isinstance(v, (types.FunctionType, functools._lru_cache_wrapper))
+            and "__wrapped__" in v.__dict__
         ]
+        found += [v.__dict__["__wrapped__"] for v in wrappers]
+        found += [f for v in wrappers for f in _held_functions(v)]
         todo.extend(v for v in found if isinstance(v, types.FunctionType) and users_function(v))
+    return out
+
+
+def _held_functions(wrapper) -> list:
+    """The functions a decorator's wrapper closes over, directly or as an object's
+    ``func`` (contextlib's context managers, ``functools.partial``)."""
+    out = []
+    for cell in getattr(wrapper, "__closure__", None) or ():
+        try:
+            v = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        v = v if isinstance(v, types.FunctionType) else getattr(v, "func", None)
+        if isinstance(v, types.FunctionType):
+            out.append(v)
     return out
 
 
