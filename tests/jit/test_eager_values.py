@@ -350,6 +350,26 @@ def test_a_context_manager_used_as_a_decorator_runs_on_every_call():
         assert eager == _ENTERED == ["helper"]
 
 
+@contextlib.contextmanager
+def _logging_ctx(x):
+    _ENTERED.append(x.sin())
+    yield x + 1
+
+
+def test_a_context_manager_passed_in_and_entered_inside_writes_real_values():
+    """dynamo's test_contextmanager_as_argument_only___enter__: what the generator of
+    a context manager passed in stores is that call's value, not a placeholder."""
+    jf = symshape.jit(lambda x, ctx: x + ctx.__enter__())
+    for n in (2, 3, 3):
+        x = torch.randn(n)
+        _ENTERED.clear()
+        want = x + _logging_ctx(x).__enter__()
+        eager = list(_ENTERED)
+        _ENTERED.clear()
+        same(jf(x, _logging_ctx(x)), want)
+        assert len(_ENTERED) == 1 and torch.equal(_ENTERED[0] + 0, eager[0])
+
+
 _SCALED: list = []
 
 
