@@ -25,7 +25,7 @@ from torch.autograd.function import BackwardCFunction
 
 from symshape.sym.source import user_location
 from symshape.trace.eager import NOT_SPLIT, eager_call
-from symshape.trace.errors import RunsEagerly, TracingError
+from symshape.trace.errors import TracingError, cannot_trace
 from symshape.trace.proxy import TensorProxy
 
 # ``traced(ctx, cls, args)`` (ops/custom_function.py) returns the outputs, or
@@ -93,9 +93,7 @@ def _through_trace(ctx, cls, args: tuple, kwargs: dict, apply=None):
             f"call `{cls.__name__}.apply(...)` in the traced code (then it runs eagerly at a "
             "split), or call it outside the jit-compiled function"
         )
-        if ctx.falls_back:
-            raise RunsEagerly(what, fix)
-        raise TracingError(f"{what}. Fix: {fix}.")
+        cannot_trace(ctx, what, fix)
     why = "symshape cannot trace this Function"
     out = eager_call(ctx, apply.__get__(None, cls), f"{cls.__name__}.apply", args, kwargs, why)
     if out is not NOT_SPLIT:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 
 class RunsEagerly(BaseException):  # a control-flow signal, as ChangesModules
     """The traced code does something no trace can repeat on later calls: the
@@ -19,6 +21,15 @@ class RunsEagerly(BaseException):  # a control-flow signal, as ChangesModules
 
 class TracingError(RuntimeError):
     """Something in the traced program cannot be represented in a trace."""
+
+
+def cannot_trace(ctx, what: str, fix: str) -> NoReturn:
+    """Something the trace cannot repeat: the call runs eagerly where it may
+    (``RunsEagerly``), a ``TracingError`` saying the fix where it may not
+    (``fullgraph``, export, no trace)."""
+    if ctx is not None and ctx.falls_back:
+        raise RunsEagerly(what, fix)
+    raise TracingError(f"{what}. Fix: {fix}.")
 
 
 class UnsupportedOpError(TracingError):

@@ -37,7 +37,7 @@ from symshape.trace import (
 )
 from symshape.trace.construction import check_building
 from symshape.trace.eager import NOT_SPLIT, eager_call
-from symshape.trace.errors import RunsEagerly, TracingError, UnsupportedOpError
+from symshape.trace.errors import RunsEagerly, TracingError, UnsupportedOpError, cannot_trace
 from symshape.trace.frame_state import transparent
 from symshape.trace.generator import DefaultGeneratorProxy
 from symshape.trace.inline import body
@@ -314,10 +314,11 @@ def _identity_read(real_id: Callable, patches: Patches) -> Callable:
             + "): eager's is its address, which a trace checking inputs by their "
             "contents cannot keep"
         )
-        fix = "compare the objects themselves (`a is b`), or pass the id as an argument"
-        if mode.ctx.falls_back:
-            raise RunsEagerly(what, fix)
-        raise TracingError(f"{what}. Fix: {fix}.")
+        cannot_trace(
+            mode.ctx,
+            what,
+            "compare the objects themselves (`a is b`), or pass the id as an argument",
+        )
 
     return id
 

@@ -30,7 +30,7 @@ from inspect import getattr_static
 import torch
 
 from symshape.sym.source import PACKAGE_DIR, user_location
-from symshape.trace.errors import RunsEagerly, TracingError
+from symshape.trace.errors import cannot_trace
 from symshape.trace.proxy import TensorProxy
 
 _DEFAULT_DISPATCH = torch.Tensor.__torch_dispatch__
@@ -241,26 +241,19 @@ def install(patches) -> None:
 
 def _refuse(cls, what: str, kwargs: dict) -> None:
     """Making ``cls`` from a traced tensor: refused unless traceable."""
+    from symshape.trace.context import current  # late: context imports this module
+
     if not kwargs and (cls is torch.Tensor or traceable(cls)):
         return
     why = f"options {sorted(kwargs)}" if kwargs else why_not(cls)
     where = user_location()
-    _raise(
+    cannot_trace(
+        current(),
         f"`{what}` of a traced tensor"
         + (f" (at {where.describe()})" if where else "")
         + f": symshape cannot trace {cls.__qualname__}: {why}",
         "make it outside the jit-compiled function and pass it in as an argument",
     )
-
-
-def _raise(what: str, fix: str):
-    """The call runs eagerly where it may (refused under fullgraph)."""
-    from symshape.trace.context import current  # late: context imports this module
-
-    ctx = current()
-    if ctx is not None and ctx.falls_back:
-        raise RunsEagerly(what, fix)
-    raise TracingError(f"{what}. Fix: {fix}.")
 
 
 def _disable_all(patches):

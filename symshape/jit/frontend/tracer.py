@@ -53,6 +53,7 @@ from symshape.jit.guards.globals_guard import (
     GlobalsGuard,
     GlobalWrites,
     cell_contents,
+    function_of,
     hook_functions,
     users_function,
 )
@@ -663,8 +664,7 @@ def _guard_python_state(b: Builder, fn, module, inputs: tuple):
     f = fn.__func__ if isinstance(fn, types.MethodType) else fn  # a method: its function's
     fns = [f] if module is None and isinstance(f, types.FunctionType) else []
     # and those held by what is passed in (a @contextmanager's object: its `func`)
-    held = [a if isinstance(a, types.FunctionType) else _func_of(a) for a in inputs]
-    fns += [a for a in held if isinstance(a, types.FunctionType) and users_function(a)]
+    fns += [f for f in map(function_of, inputs) if f is not None and users_function(f)]
     forward = getattr(type(module), "forward", None) if module is not None else None
     if isinstance(forward, types.FunctionType) and users_function(forward):
         fns.append(forward)  # the user's own module (an installed package's is not)
@@ -690,14 +690,6 @@ def _guard_python_state(b: Builder, fn, module, inputs: tuple):
         )
     global_writes = GlobalWrites(gg) if gg else None
     return gg, global_writes
-
-
-def _func_of(a):
-    """The function an argument object wraps: a context manager's from
-    ``contextlib.contextmanager`` or a ``functools.partial`` (``func``), else None."""
-    if isinstance(a, (torch.Tensor, nn.Module)) or type(a) in (int, float, bool, str):
-        return None
-    return getattr(a, "func", None)
 
 
 def path_inputs(ctx, b: Builder, used: set, all_sizes: bool = False) -> list:

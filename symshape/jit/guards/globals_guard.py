@@ -9,6 +9,7 @@ import functools
 import logging
 import types
 
+import torch
 from torch import nn
 from torch._C._dynamo.guards import dict_version
 
@@ -337,13 +338,27 @@ def _held_functions(wrapper) -> list:
     out = []
     for cell in getattr(wrapper, "__closure__", None) or ():
         try:
-            v = cell.cell_contents
+            f = function_of(cell.cell_contents)
         except ValueError:  # an empty cell
             continue
-        v = v if isinstance(v, types.FunctionType) else getattr(v, "func", None)
-        if isinstance(v, types.FunctionType):
-            out.append(v)
+        if f is not None:
+            out.append(f)
     return out
+
+
+def function_of(v) -> types.FunctionType | None:
+    """``v`` if a Python function, the function it wraps as ``func`` if it wraps one
+    (a context manager made by ``@contextmanager``, a ``functools.partial``), else None."""
+    if isinstance(v, types.FunctionType):
+        return v
+    if (
+        isinstance(v, nn.Module)
+        or type(v) in (int, float, bool, str)
+        or isinstance(v, torch.Tensor)
+    ):
+        return None
+    f = getattr(v, "func", None)
+    return f if isinstance(f, types.FunctionType) else None
 
 
 @functools.lru_cache(maxsize=1024)
