@@ -370,6 +370,30 @@ def test_a_context_manager_passed_in_and_entered_inside_writes_real_values():
         assert len(_ENTERED) == 1 and torch.equal(_ENTERED[0] + 0, eager[0])
 
 
+
+@contextlib.contextmanager
+def _exiting_ctx(x):
+    try:
+        yield
+    finally:
+        _ENTERED.append(x * TEMP)
+
+
+def test_a_context_manager_entered_before_the_call_and_exited_inside(monkeypatch):
+    """dynamo's test_contextmanager_as_argument_only___exit__: contextlib drops the
+    function once entered; the suspended generator's globals are still read (TEMP
+    guarded) and its writes replayed with the call's values."""
+    jf = symshape.jit(lambda x, ctx: (x.cos(), ctx.__exit__(None, None, None))[0])
+    for n, temp in ((2, 10.0), (3, 10.0), (3, 20.0)):
+        monkeypatch.setitem(globals(), "TEMP", temp)
+        x = torch.randn(n)
+        _ENTERED.clear()
+        ctx = _exiting_ctx(x)
+        ctx.__enter__()
+        same(jf(x, ctx), x.cos())
+        assert len(_ENTERED) == 1 and torch.equal(_ENTERED[0] + 0, x * temp)
+    _ENTERED.clear()
+
 _SCALED: list = []
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import dis
 import functools
+import gc
 import logging
 import types
 
@@ -358,7 +359,19 @@ def function_of(v) -> types.FunctionType | None:
     ):
         return None
     f = getattr(v, "func", None)
-    return f if isinstance(f, types.FunctionType) else None
+    if isinstance(f, types.FunctionType):
+        return f
+    gen = getattr(v, "gen", v)  # a context manager already entered: contextlib drops its func
+    return _generator_function(gen) if isinstance(gen, types.GeneratorType) else None
+
+
+def _generator_function(gen: types.GeneratorType) -> types.FunctionType | None:
+    """The function a suspended generator runs (its frame holds it), for its globals
+    and closure; None once it has finished."""
+    if gen.gi_frame is None:
+        return None
+    found = [r for r in gc.get_referents(gen) if isinstance(r, types.FunctionType)]
+    return next((r for r in found if r.__code__ is gen.gi_code), None)
 
 
 @functools.lru_cache(maxsize=1024)
