@@ -106,8 +106,9 @@ def _sdpa(
         # dropout: its gradient needs them (the same random draws as eager's)
         args = (query, key, value, _float_mask(ctx, attn_mask, q.dtype), *args[4:])
         return ctx.emit(sdpa_math, args, kwargs, (o, out(ctx, weights, q.dtype, query, key)))[0]
+    flags = _set_by_program(ctx)
     if target is sdpa and _fused_cpu(
-        ctx, query, key, value, attn_mask, is_causal, scale, enable_gqa
+        ctx, query, key, value, attn_mask, is_causal, scale, enable_gqa, flags
     ):
         # eager's fused CPU kernel: it keeps a log-sum-exp per row for its backward
         mask = _float_mask(ctx, attn_mask, q.dtype)
@@ -117,7 +118,55 @@ def _sdpa(
         kw = {"attn_mask": mask} if mask is not None else {}
         kw = {**kw, **({"scale": scale} if scale is not None else {})}
         return ctx.emit(sdpa_flash_cpu, (query, key, value, 0.0, bool(is_causal)), kw, (o, lse))[0]
+    if flags is not None:  # eager's choice, made under the backends the program enabled
+        return ctx.emit(sdpa_under, args, {**kwargs, "flags": flags}, o)
     return ctx.emit(target, args, kwargs, o)
+
+
+SDP_FLAGS = "the attention backends"
+
+
+def sdp_state() -> tuple:
+    """The attention backends' flags: each backend's on/off (``sdpa_kernel`` sets
+    them), their priority order, and the math kernel's reduced-precision reduction."""
+    names = getattr(torch.nn.attention, "_backend_names", {})
+    on = tuple(getattr(torch._C, f"_get_{n}_sdp_enabled")() for n in names)
+    order = getattr(torch._C, "_get_sdp_priority_order", None)
+    reduction = getattr(torch._C, "_get_math_sdp_allow_fp16_bf16_reduction", None)
+    return (on, tuple(order()) if order else (), reduction() if reduction else None)
+
+
+def set_sdp_state(state: tuple) -> None:
+    on, order, reduction = state
+    for n, v in zip(getattr(torch.nn.attention, "_backend_names", {}), on):
+        getattr(torch._C, f"_set_sdp_use_{n}")(v)
+    if order:
+        torch._C._set_sdp_priority_order(list(order))
+    if reduction is not None:
+        torch._C._set_math_sdp_allow_fp16_bf16_reduction(reduction)
+
+
+def _set_by_program(ctx) -> tuple | None:
+    """The attention backends' flags where the traced code set them itself (inside
+    ``with sdpa_kernel([SDPBackend.MATH])``): eager chooses the kernel under those on
+    every call. None where they are as the call found them: the choice then follows
+    the caller's flags, as eager's does."""
+    now = sdp_state()
+    return now if now != ctx.flags_at_start.get(SDP_FLAGS, now) else None
+
+
+def attention_under(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *,
+                    flags: tuple, **kwargs):  # fmt: skip
+    """``F.scaled_dot_product_attention`` with the attention backends set to ``flags``
+    for the call (then put back)."""
+    before = sdp_state()
+    set_sdp_state(flags)
+    try:
+        return torch._C._nn.scaled_dot_product_attention(
+            query, key, value, attn_mask, dropout_p, is_causal, **kwargs
+        )
+    finally:
+        set_sdp_state(before)
 
 
 def _flash_unbatched(q, k, v, mask, is_causal, scale):
@@ -157,10 +206,11 @@ def _math_kernel(ctx, *tensors) -> bool:
     )
 
 
-def _fused_cpu(ctx, query, key, value, mask, is_causal, scale, enable_gqa) -> bool:
+def _fused_cpu(ctx, query, key, value, mask, is_causal, scale, enable_gqa, flags) -> bool:
     """Whether eager would run its fused CPU kernel here and gradients are needed:
     eager's own choice (``torch._fused_sdp_choice``) asked with stand-ins of the
-    traced sizes, after guarding every size relation the choice reads."""
+    traced sizes, after guarding every size relation the choice reads, and the
+    backends' flags (``flags``: set by the program, so not the caller's to guard)."""
     ts = [ctx.meta(t) for t in (query, key, value)]
     if not (
         _FLASH_CPU is not None
@@ -174,8 +224,9 @@ def _fused_cpu(ctx, query, key, value, mask, is_causal, scale, enable_gqa) -> bo
     if m is not None and not (m.device.type == "cpu" and all(ctx.has_hint(d) for d in m.shape)):
         return False
     # prologue checks: eager's choice reads both (no math either: eager's error)
+    read = (lambda f, _: f()) if flags is not None else ctx.read_flag
     enabled = [
-        ctx.read_flag(getattr(torch.backends.cuda, name), f"torch.backends.cuda.{name}()")
+        read(getattr(torch.backends.cuda, name), f"torch.backends.cuda.{name}()")
         for name in ("flash_sdp_enabled", "math_sdp_enabled")
     ]
     if not enabled[0]:
@@ -271,6 +322,17 @@ sdpa_dropout = define(
         "scaled_dot_product_attention_dropout",
         "torch._C._nn.scaled_dot_product_attention",
         torch._C._nn.scaled_dot_product_attention,
+        _sdpa,
+        random=True,
+    ),
+    [],
+)
+# under the backends the program enabled (it may draw: dropout_p > 0)
+sdpa_under = define(
+    OpDef(
+        "scaled_dot_product_attention_under",
+        "symshape.ops.attention.attention_under",
+        attention_under,
         _sdpa,
         random=True,
     ),

@@ -66,6 +66,13 @@ def _sdpa(ctx, grads, outs, query, key, value, attn_mask=None, dropout_p=0.0, is
     return _attention(ctx, grads[0], None, None, 0.0, *args)
 
 
+@vjp("scaled_dot_product_attention_under")
+def _sdpa_under(ctx, grads, outs, *args, flags, dropout_p=0.0, **kwargs):
+    if dropout_p > 0.0 or (len(args) > 4 and args[4] > 0.0):
+        return _sdpa_dropout(ctx, grads, outs)
+    return _sdpa(ctx, grads, outs, *args, **kwargs)
+
+
 @vjp("scaled_dot_product_attention_math")
 def _sdpa_math(ctx, grads, outs, query, key, value, attn_mask=None, dropout_p=0.0,
                is_causal=False, dropout_mask=None, scale=None, enable_gqa=False):  # fmt: skip

@@ -40,7 +40,8 @@ ALLOCATING = frozenset({
     # nn, dropout kernels that always draw, convolution, pooling, resizing, losses
     "batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "embedding",
     "scaled_dot_product_attention", "scaled_dot_product_attention_dropout",
-    "scaled_dot_product_attention_math", "native_dropout", "dropout_noise",
+    "scaled_dot_product_attention_math", "scaled_dot_product_attention_under",
+    "native_dropout", "dropout_noise",
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
     "im2col", "avg_pool1d", "avg_pool2d", "max_pool1d", "max_pool2d", "max_pool1d_with_indices",
     "max_pool2d_with_indices", "adaptive_avg_pool1d", "adaptive_avg_pool2d",

@@ -100,6 +100,8 @@ class TraceContext(Aliasing):
         # torch flags read through a function of no arguments: label -> (function, value),
         # checked by the prologue (``read_flag``)
         self.flags: dict[str, tuple] = {}
+        # torch's global flags as the call began (jit/boundary/torch_state.py): what -> value
+        self.flags_at_start: dict[str, object] = {}
 
     def read_flag(self, fn, label: str):
         """``fn()``, a flag of torch's that decides what the traced code does (such as

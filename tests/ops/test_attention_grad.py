@@ -164,6 +164,42 @@ def test_kernel_choice_follows_the_backend_flags():
     assert all(torch.equal(a, b) for a, b in zip(got_grads, want_grads))
 
 
+def _math_only(q, k, v):
+    with sdpa_kernel([SDPBackend.MATH]):
+        return sdpa(q, k, v, is_causal=True)
+
+
+def _flash_off(q, k, v):
+    torch.backends.cuda.enable_flash_sdp(False)
+    return sdpa(q, k, v, is_causal=True)
+
+
+@pytest.mark.parametrize("fn", [_math_only, _flash_off])
+@pytest.mark.parametrize("grad", [True, False])
+def test_backends_the_traced_code_sets_hold_on_every_call(fn, grad):
+    """dynamo's sdpa_kernel tests: the kernel is chosen under the flags the program
+    set, on every call the trace serves (the caller's flags are as they were), and
+    a flag it leaves set is set after every call, as eager's is."""
+    jf = symshape.jit(fn)
+    try:
+        for n in (7, 9, 12):
+            args = [r(2, 3, n, 8) for _ in range(3)]
+            outs = []
+            for f in (jf, fn):
+                torch.backends.cuda.enable_flash_sdp(True)
+                if grad:
+                    outs.append(_run(f, _leaves(args)))
+                else:
+                    outs.append((f(*args), []))
+                outs.append(torch.backends.cuda.flash_sdp_enabled())
+            (got, got_grads), got_flag, (want, want_grads), want_flag = outs
+            assert torch.equal(got, want) and got_flag == want_flag
+            assert all(torch.equal(a, b) for a, b in zip(got_grads, want_grads))
+    finally:
+        torch.backends.cuda.enable_flash_sdp(True)
+    assert jf.stats.compiles == 2, jf.stats.recompile_reasons  # static, then dynamic
+
+
 def test_double_backward_through_attention_refused_like_eager():
     q, k, v = _leaves([r(1, 2, 5, 8) for _ in range(3)])
     jf = symshape.jit(lambda q, k, v: sdpa(q, k, v), dynamic=True)

@@ -10,7 +10,8 @@ changed becomes a write replayed after every call the trace serves::
     torch.use_deterministic_algorithms(False, warn_only=False)   # replayed
 
 The flags are those torch's own ``GlobalStateGuard`` checks, which a trace
-reads, and which a program sets with a plain call.
+reads, and which a program sets with a plain call, and the attention backends
+``torch.nn.attention.sdpa_kernel`` enables.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+
+from symshape.ops import attention
 
 
 def _deterministic() -> tuple:
@@ -55,8 +58,14 @@ FLAGS: tuple[tuple[str, Callable, Callable], ...] = (
         torch.set_float32_matmul_precision,
     ),
     ("threads", torch.get_num_threads, torch.set_num_threads),
+    (attention.SDP_FLAGS, attention.sdp_state, attention.set_sdp_state),
     *BACKEND_FLAGS,
 )
+
+
+def named(values: list) -> dict:
+    """A snapshot's values by what they are."""
+    return {what: v for (what, _, _), v in zip(FLAGS, values)}
 
 
 def snapshot() -> list:

@@ -379,6 +379,7 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
     """Run the call on proxies with every watcher in place; whatever happens, the
     Python state it wrote is taken back out (its writes are replayed per call)."""
     flags = before = torch_state.snapshot()
+    ctx.flags_at_start = torch_state.named(before)
     roots = [module] if module is not None else b.roots
     ran = _Ran()
     ctx.input_ids = _input_ids(b, roots, (*pargs, *pkw.values()))
