@@ -370,7 +370,6 @@ def test_a_context_manager_passed_in_and_entered_inside_writes_real_values():
         assert len(_ENTERED) == 1 and torch.equal(_ENTERED[0] + 0, eager[0])
 
 
-
 @contextlib.contextmanager
 def _exiting_ctx(x):
     try:
@@ -393,6 +392,7 @@ def test_a_context_manager_entered_before_the_call_and_exited_inside(monkeypatch
         same(jf(x, ctx), x.cos())
         assert len(_ENTERED) == 1 and torch.equal(_ENTERED[0] + 0, x * temp)
     _ENTERED.clear()
+
 
 _SCALED: list = []
 
