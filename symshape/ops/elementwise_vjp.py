@@ -226,14 +226,15 @@ def _div(ctx, grads, outs, input, other, rounding_mode=None):
 
 @vjp("pow")
 def _pow(ctx, grads, outs, input, exponent):
+    # eager's pow_backward: grad * (exponent * input ** (exponent - 1)), in that order
     (g,) = grads
     out = {}
     if needs(input):
         if is_t(exponent):
-            out[0] = torch.where(exponent == 0, 0.0, g * exponent * input.pow(exponent - 1))
+            out[0] = torch.where(exponent == 0, 0.0, g * (exponent * input.pow(exponent - 1)))
         else:
             out[0] = (
-                torch.zeros_like(g) if exponent == 0 else g * exponent * input.pow(exponent - 1)
+                torch.zeros_like(g) if exponent == 0 else g * (exponent * input.pow(exponent - 1))
             )
     if is_t(exponent) and needs(exponent):
         base = input if is_t(input) else torch.full_like(outs[0], input)

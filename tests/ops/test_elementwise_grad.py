@@ -87,3 +87,26 @@ def test_only_some_inputs_need_grad():
 )  # fmt: skip
 def test_special_functions(fn):
     check_grad(fn, lambda n: (pos(n),), *SHAPES)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("exponent", [3.0, "tensor"])
+def test_pow_gradient_bit_identical(dtype, exponent):
+    """eager's pow_backward multiplies grad by (exponent * x ** (exponent - 1)): in a
+    low precision the grouping shows (GPT-2's tanh GELU takes x ** 3)."""
+    import symshape
+
+    def fn(x, e):
+        return torch.pow(x * 2, e if exponent == "tensor" else exponent)
+
+    jf = symshape.jit(fn)
+    for n in (5, 7, 9):
+        torch.manual_seed(n)
+        x = torch.randn(n, 16, dtype=dtype, requires_grad=True)
+        e = torch.full((16,), 3.0, dtype=dtype)
+        got, want = [], []
+        for f, into in ((fn, want), (jf, got)):
+            x.grad = None
+            f(x, e).float().pow(2).sum().backward()
+            into.append(x.grad)
+        assert torch.equal(got[0], want[0])
