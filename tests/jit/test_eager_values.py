@@ -655,3 +655,36 @@ def test_a_numpy_scalar_argument_is_a_value_not_an_object():
     for _ in range(3):
         assert np.isnan(nan(torch.ones(2), np.float64("nan"))[1])
     assert nan.stats.compiles == 1
+
+
+_W = torch.randn(4, 4, requires_grad=True)
+
+
+def _closing_over(scale, split):
+    b = torch.randn(4, requires_grad=True)
+
+    def fn(x):
+        y = torch.nn.functional.linear(x, _W, b) * scale
+        if split and y.sum() > 0:  # a read of data: the trace splits here
+            return torch.nn.functional.linear(y, _W)
+        return y
+
+    return fn, b
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_a_tensor_needing_grad_the_code_closes_over_gets_its_gradient(split):
+    """A global or closed-over leaf the trace reads as a constant: with another input
+    needing grad, the backward still reaches it (it had been dropped silently)."""
+    fn, b = _closing_over(2.0, split)
+    jf = symshape.jit(fn)
+    for n in (2, 3, 5):
+        x = torch.randn(n, 4, requires_grad=True)
+        grads = []
+        for f in (fn, jf):
+            for t in (x, _W, b):
+                t.grad = None
+            f(x).pow(2).sum().backward()
+            grads.append([t.grad for t in (x, _W, b)])
+        assert all(g is not None and torch.equal(g, w) for g, w in zip(*grads))
+    _W.grad = None

@@ -170,6 +170,7 @@ class _Grad:
     diff_out: list
     inputs: list
     written: list  # positions of the inputs written into after the call (x.copy_(v))
+    lifted: list  # constants needing grad, made the last inputs (the prologue passes them)
 
 
 def _requires_grad(v) -> bool:
@@ -194,7 +195,9 @@ def _autograd(ctx, trace: Trace, output, out_spec, name: str) -> _Grad | None:
         _no_data_set_differentiated(ctx, trace)
     inputs = [v for v in trace.inputs if _requires_grad(v)]
     if not inputs or makes_leaves(trace):
-        return None
+        return None  # (without inputs needing grad, eager's autograd records the ops)
+    lifted = _constants_needing_grad(trace)
+    inputs += lifted
     if out_spec is None:
         leaves, spec = outputs.flatten(output, is_leaf=lambda v: type(v) is Var)
     else:
@@ -238,7 +241,34 @@ def _autograd(ctx, trace: Trace, output, out_spec, name: str) -> _Grad | None:
         for p, kind, _ in ctx.written
         if kind == "copy" and any(p._ss_caller.var is v for v in trace.inputs)
     ]
-    return _Grad(bw, spec, len(leaves), diff_out, inputs, written)
+    return _Grad(bw, spec, len(leaves), diff_out, inputs, written, lifted)
+
+
+def _constants_needing_grad(trace: Trace) -> list:
+    """Tensors needing grad that the code closed over (a global ``w``), which the
+    trace reads as constants: they become the last inputs of the computation (the
+    prologue passes each by name; a segment's runner, ``with_lifted``), so the
+    backward's gradient reaches them as eager's does."""
+    seen, out = {id(v) for v in trace.inputs}, []
+    for n in trace.nodes:
+        for v in n.inputs():
+            if id(v) not in seen and v.name in trace.constants and _requires_grad(v):
+                seen.add(id(v))
+                out.append(v)
+    trace.inputs += out
+    return out
+
+
+def with_lifted(run, trace: Trace, grad: _Grad):
+    """``run`` given the inputs before the lifted constants: it passes them too."""
+    if not grad.lifted:
+        return run
+    values = [trace.constants[v.name] for v in grad.lifted]
+
+    def run_with_constants(*args):
+        return run(*args, *values)
+
+    return run_with_constants
 
 
 def _in_place_needing_grad(ctx, n, v) -> None:

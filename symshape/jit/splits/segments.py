@@ -307,7 +307,7 @@ def _segment(
 ) -> Segment:
     """Segment ``j`` of ``cut``, compiled (with its backward when it needs one);
     ``sig``: the signature of the path up to the segment before it."""
-    from symshape.jit.frontend.differentiate import differentiated, with_backward
+    from symshape.jit.frontend.differentiate import differentiated, with_backward, with_lifted
 
     ctx, pos, byid = cut.ctx, cut.pos, cut.byid
     lo, hi = cut.bounds[j], cut.bounds[j + 1]
@@ -334,6 +334,7 @@ def _segment(
     if g is not None:
         fname = f"{name.title().replace('_', '')}Segment{j}"
         run, backward = with_backward(ctx.env, t, run, g, fname)
+        run = with_lifted(run, t, g)
     run = grad_mode.restoring(t, run)
     # what the path is up to here: its nodes and the read. Not what Python can
     # reach there: which proxies are alive can depend on when the garbage collector
