@@ -36,6 +36,7 @@ STEPS=${STEPS:-tests gpt2}  # also: decode (bench_decode.py), buckets (bench_buc
 case " $STEPS " in *" tests "*)
     step tests_cuda "${TESTS_SECONDS:-170}" env SYMSHAPE_TEST_DEVICE=cuda $PY -m pytest tests/ops \
         tests/jit/test_default_device.py tests/jit/test_backends.py tests/jit/test_cudagraphs.py tests/jit/test_padding_graphs.py \
+        tests/jit/test_global_state.py \
         $WORKERS -q -p no:cacheprovider -o addopts="-m 'not slow'" -rfE --no-header \
         --junitxml="$OUT/tests_cuda.xml" ;;
 esac

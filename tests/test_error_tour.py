@@ -103,15 +103,6 @@ def out_argument_of_another_shape():
 
 
 @case()
-def autocast_inside():
-    def half(x):
-        with torch.autocast("cpu"):
-            return x @ x  # <- here
-
-    J(half, dynamic=True)(torch.randn(3, 3))
-
-
-@case()
 def second_order_gradient():
     def grad_of(x):
         y = (x**3).sum()

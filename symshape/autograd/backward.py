@@ -22,6 +22,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+import torch
+
 from symshape.ir import ASSERT, CONST, SYM, TensorMeta, Trace, Var, cse, dce, iter_vars
 from symshape.ops import grad as ops_grad
 from symshape.ops import lookup
@@ -84,7 +86,9 @@ def build_backward(fctx: TraceContext, fwd: Trace, outputs: list, inputs: list) 
     bctx = TraceContext(env=fctx.env)
     try:
         rec = _Recorder(fctx, bctx, fwd, outputs)
-        with bctx, TracingMode(bctx, lookup):
+        # no autocast: the forward holds its casts; a backward run under autocast gets
+        # autocast's casts at run time, as eager's does
+        with bctx, TracingMode(bctx, lookup), torch._C._DisableAutocast():
             for n in reversed(fwd.nodes):
                 rec.differentiate(n)
             bctx.where_override = None

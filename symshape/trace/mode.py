@@ -28,6 +28,7 @@ from torch.overrides import TorchFunctionMode
 from symshape.sym import DataDependentError
 from symshape.sym.source import PACKAGE_DIR, is_user_file, user_location
 from symshape.trace import (
+    autocast,
     custom_apply,
     imports,
     nested_compile,
@@ -116,13 +117,6 @@ class TracingMode(TorchFunctionMode):
         self.skipping = None  # redispatch_function's: one call dispatched past its handlers
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        if torch._C._is_any_autocast_enabled():
-            raise TracingError(
-                f"`{op_name(func)}` runs under torch.autocast, which symshape does not trace "
-                f"(at {user_location().describe() if user_location() else 'an unknown line'}): "
-                "its lower-precision computation would be lost. Fix: call the jit-compiled "
-                "function outside autocast, or cast explicitly (x.bfloat16())."
-            )
         check_building(args, kwargs)  # a module built inside the traced code stops it
         if any(isinstance(a, torch.fx.Proxy) for a in args):
             # torch.fx.symbolic_trace run by the traced code: its own proxies, not ours
@@ -166,6 +160,13 @@ class TracingMode(TorchFunctionMode):
         ):
             args = _python_scalars(args)
             kwargs = {k: _python_scalars(v) for k, v in (kwargs or {}).items()}
+        if torch._C._is_any_autocast_enabled():  # its casts, then the op below autocast
+            args, kwargs = autocast.cast_inputs(self, func, args, kwargs or {})
+            with torch._C._DisableAutocast():
+                return self._rule(op, func, args, kwargs)
+        return self._rule(op, func, args, kwargs)
+
+    def _rule(self, op, func, args, kwargs):
         try:
             return op.rule(self.ctx, op, *args, **(kwargs or {}))
         except UnsupportedOpError as e:

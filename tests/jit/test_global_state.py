@@ -1,12 +1,15 @@
-"""Global state a traced function meets: grad mode switched inside it, autocast,
-and custom autograd.Functions. Each either traces faithfully or is refused with
-the fix; none may give a result or gradient that differs from eager."""
+"""Global state a traced function meets: grad mode switched inside it, autocast
+(inside it and around the call), and custom autograd.Functions. Each either
+traces faithfully or is refused with the fix; none may give a result or gradient
+that differs from eager."""
 
+import contextlib
+import functools
 import warnings
 
 import pytest
 import torch
-from harness import check_grad
+from harness import DEVICE, check_grad
 
 import symshape
 
@@ -69,25 +72,71 @@ def test_leaving_grad_mode_changed_is_replayed_on_every_call():
         torch.set_grad_enabled(True)
 
 
-def test_autocast_inside_is_refused():
-    def fn(x):
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            return x @ x.T
+class _Mixed(torch.nn.Module):
+    """Ops autocast casts down (linear, matmul), leaves (embedding; layer_norm on
+    the CPU) or casts up (softmax on CUDA), promotes (cat), and a region with
+    autocast off inside."""
 
-    with pytest.raises(symshape.TracingError, match="autocast"):
-        symshape.jit(fn)(torch.randn(3, 4))
+    def __init__(self):
+        super().__init__()
+        self.emb, self.lin = torch.nn.Embedding(10, 8), torch.nn.Linear(8, 8)
+        self.norm = torch.nn.LayerNorm(8)
+
+    def forward(self, x, ids):
+        h = self.norm(self.lin(x + self.emb(ids)))
+        a = torch.softmax(h @ h.transpose(-1, -2), -1) @ h
+        with torch.autocast(DEVICE.type, enabled=False):
+            z = a.float().sum(-1, keepdim=True) * torch.is_autocast_enabled(DEVICE.type)
+        return torch.cat([a, h.float()], -1) + z, torch.is_autocast_enabled(DEVICE.type)
 
 
-def test_a_trace_is_never_reused_under_autocast():
-    f = symshape.jit(lambda x: x @ x.T, dynamic=True)
-    x = torch.randn(3, 4)
-    torch.testing.assert_close(f(x), x @ x.T)
-    with (
-        torch.autocast("cpu", dtype=torch.bfloat16),
-        pytest.raises(symshape.TracingError, match="autocast"),
-    ):
-        f(x)  # eager would compute in bfloat16; the float32 trace must not serve it
-    assert f(x).dtype == torch.float32  # outside autocast the trace serves again
+def _mixed_step(fn, model, n, under=contextlib.nullcontext):
+    torch.manual_seed(n)
+    x = torch.randn(2, n, 8, device=DEVICE, requires_grad=True)
+    ids = torch.randint(0, 10, (2, n), device=DEVICE)
+    model.zero_grad()
+    with under():  # the forward only: the backward runs outside, as it usually does
+        out, flag = fn(x, ids)
+    out.float().pow(2).sum().backward()
+    return out, flag, x.grad, [p.grad for p in model.parameters()]
+
+
+def _same_steps(a, b):
+    assert a[0].dtype == b[0].dtype and torch.equal(a[0], b[0]) and a[1] == b[1]
+    assert torch.equal(a[2], b[2]) and all(map(torch.equal, a[3], b[3]))
+
+
+def test_autocast_inside_traces_eagers_casts():
+    """The casts autocast makes are in the trace: outputs and every gradient are
+    eager's, bit for bit, at the traced length and at others."""
+    model = _Mixed().to(DEVICE)
+
+    def fn(x, ids):
+        with torch.autocast(DEVICE.type, dtype=torch.bfloat16):
+            return model(x, ids)
+
+    jf = symshape.jit(fn, fullgraph=True)
+    for n in (5, 7, 9):
+        _same_steps(_mixed_step(fn, model, n), _mixed_step(jf, model, n))
+    assert jf.stats.compiles == 2, jf.stats.recompile_reasons  # static, then dynamic
+    assert "torch.bfloat16" in str(jf.traces()[-1].computation)
+
+
+def test_a_call_under_autocast_is_traced_under_it_and_served_under_it():
+    model = _Mixed().to(DEVICE)
+    jm = symshape.jit(model)
+    bf16 = functools.partial(torch.autocast, DEVICE.type, dtype=torch.bfloat16)
+    for n in (5, 7, 9):
+        _same_steps(_mixed_step(model, model, n, bf16), _mixed_step(jm, model, n, bf16))
+    with bf16():  # the backward too under autocast: its ops get autocast's casts
+        _same_steps(_mixed_step(model, model, 8), _mixed_step(jm, model, 8))
+    assert jm.stats.compiles == 2
+    # outside autocast, or under another dtype: a trace of its own, eager's dtypes
+    _same_steps(_mixed_step(model, model, 6), _mixed_step(jm, model, 6))
+    with torch.autocast(DEVICE.type, dtype=torch.float16):
+        _same_steps(_mixed_step(model, model, 6), _mixed_step(jm, model, 6))
+    assert jm.stats.compiles == 4, jm.stats.recompile_reasons
+    assert "autocast" in jm.stats.recompile_reasons[-1]
 
 
 class _Straight(torch.autograd.Function):

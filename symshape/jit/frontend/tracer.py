@@ -73,7 +73,7 @@ from symshape.jit.splits import segments
 from symshape.ops import grad_mode, lookup
 from symshape.sym import expr as E
 from symshape.sym.errors import SymbolicError
-from symshape.trace import subclasses
+from symshape.trace import autocast, subclasses
 from symshape.trace.compiling import compiling
 from symshape.trace.construction import ChangesModules
 from symshape.trace.context import TraceContext
@@ -606,6 +606,8 @@ def _compiled(env, trace: Trace, split, grad, name: str, backend, pad=None):
         run, backward = with_backward(env, trace, run, grad, name.title().replace("_", ""), backend)
     if run is not None:
         run = grad_mode.restoring(trace, run)
+        if torch._C._is_any_autocast_enabled():  # traced under it: the casts are in the trace
+            run = autocast.no_autocast(run)
     return run, deferred, backward
 
 
@@ -638,9 +640,8 @@ def _padded(env, trace: Trace, split, grad, name: str, padding, plan):
 def _guard_torch_state(b: Builder, grad: bool) -> None:
     """The prologue's checks of torch's global state the trace read."""
     # torch's global state that changes results, in one C++ check: grad mode, the default
-    # dtype, autocast (a call under it is never served: its lower precision is not in the
-    # trace, and tracing under it is refused in trace/mode.py), deterministic algorithms,
-    # TF32 and reduced-precision flags, torch-function state, threads
+    # dtype, autocast (its casts are in the trace: trace/autocast.py), deterministic
+    # algorithms, TF32 and reduced-precision flags, torch-function state, threads
     gs = b.const(GlobalStateGuard(), "_global_state")
     b.fail(
         f"not {gs}.check()",

@@ -798,7 +798,7 @@ def global_state_change(guard, grad: bool, dtype) -> str:
         elif what == "default_dtype":
             out.append(f"the default dtype is {torch.get_default_dtype()} (traced {dtype})")
         elif what.startswith("autocast"):
-            out.append(f"{what} (symshape does not trace autocast regions)")
+            out.append(f"{what.replace('_', ' ')} changed (torch.autocast's state)")
         else:
             out.append(f"{what.replace('_', ' ')} changed")
     return "; ".join(out)

@@ -26,10 +26,13 @@ import io
 import tokenize
 from dataclasses import dataclass
 
+import torch
+
 from symshape.ir import ASSERT, Node, TensorMeta, Trace, Var, compile_trace, cse, dce, iter_vars
 from symshape.ir.passes import draws, has_effect
 from symshape.ops import grad_mode
 from symshape.sym.expr import Symbol
+from symshape.trace import autocast
 from symshape.trace.modules import MISSING
 from symshape.trace.reads import key, show
 
@@ -336,6 +339,8 @@ def _segment(
         run, backward = with_backward(ctx.env, t, run, g, fname)
         run = with_lifted(run, t, g)
     run = grad_mode.restoring(t, run)
+    if torch._C._is_any_autocast_enabled():  # traced under it: the casts are in the trace
+        run = autocast.no_autocast(run)
     # what the path is up to here: its nodes and the read. Not what Python can
     # reach there: which proxies are alive can depend on when the garbage collector
     # ran (a reference cycle), and a path that goes on reading a frame value the
