@@ -339,6 +339,22 @@ for _n in ("softmax", "log_softmax"):
     register(_n, f"torch.{_n}", tensor_method(_n), getattr(F, _n))(_softmax)
 
 
+@register("_safe_softmax", "torch._safe_softmax")
+def _safe_softmax(ctx, op, input, dim, dtype=None):
+    """softmax, with rows that are all -inf set to 0 (flex attention's): eager's
+    composite, step for step."""
+    from symshape.ops.nn import decompose
+
+    return decompose(ctx, _safe_softmax_steps, input, dim, dtype)
+
+
+def _safe_softmax_steps(x, dim, dtype):
+    out = torch.softmax(x, dim, dtype=dtype)
+    masked_rows = x.eq(float("-inf")).all(dim, keepdim=True)
+    zero = torch.zeros((), dtype=out.dtype, device=out.device)
+    return torch.where(masked_rows, zero, out)
+
+
 @register("logsumexp", "torch.logsumexp", tensor_method("logsumexp"))
 @_numpy_names
 def logsumexp(ctx, op, input, dim, keepdim=False):

@@ -10,7 +10,8 @@ by its own rule: the sizes the body reads and the decisions it takes are the
 trace's guards, as for the user's own code.
 
 Only plain Python functions of torch's public functional modules qualify, not
-Tensor methods or a user's ``__torch_function__`` overrides. The copy of each
+Tensor methods or a user's ``__torch_function__`` overrides; and the eager
+(dense) implementation of the ``flex_attention`` higher-order op. The copy of each
 function differs from it only in those three names and is made once.
 
 A function of the program's own written the same way (overridable through
@@ -26,6 +27,8 @@ from __future__ import annotations
 import dis
 import types
 from collections.abc import Callable
+
+import torch
 
 _MODULES = ("torch.nn.functional", "torch.functional", "torch.nn.init", "torch._refs")
 _NO = ("has_torch_function", "has_torch_function_unary", "has_torch_function_variadic")
@@ -46,6 +49,8 @@ def body(func) -> Callable | None:
         pass
     except TypeError:  # unhashable
         return None
+    if isinstance(func, torch._ops.HigherOrderOperator):
+        return _dense(func)
     if type(func) is not types.FunctionType or not _checks(func.__code__):
         return None
     if getattr(func, "__module__", None) in _MODULES:
@@ -55,6 +60,19 @@ def body(func) -> Callable | None:
         return None
     names = {i.opname for i in dis.get_instructions(func.__code__)}
     return None if names & {"STORE_GLOBAL", "DELETE_GLOBAL"} else _copy(func)
+
+
+# higher-order ops whose eager implementation (the CompositeExplicitAutograd kernel,
+# dense Python over torch calls and torch.vmap) is traced as a Python function is
+_DENSE_HOPS = ("flex_attention",)
+
+
+def _dense(hop) -> Callable | None:
+    """``flex_attention``'s eager implementation: the scores, ``score_mod`` and
+    ``mask_mod`` under vmap, the softmax, all traced (its gradient is the trace's)."""
+    if hop.name() not in _DENSE_HOPS:
+        return None
+    return hop.py_kernels.get(torch._C.DispatchKey.CompositeExplicitAutograd)
 
 
 def _checks(code) -> bool:
