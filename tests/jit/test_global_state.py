@@ -316,3 +316,24 @@ def test_backward_hooks_and_pre_hooks_on_every_module_with_inputs_that_need_no_g
         assert len(got) == len(sizes["eager"][name]) == 3
         for a, b in zip(got, sizes["eager"][name]):
             torch.testing.assert_close(a, b)
+
+
+def test_reads_of_data_under_autocast_split_as_without_it():
+    """`.item()` and a branch on data inside an autocast region: read where eager
+    reads them (the trace splits), with autocast's casts on each side."""
+
+    def fn(x):
+        with torch.autocast(DEVICE.type, dtype=torch.bfloat16):
+            y = x @ x.T
+            s = y.float().sum().item()
+            z = y[0] * 2 + y.mean()
+            if y.sum() > 0:
+                z = z + 1
+            return z * s, y.tolist()[0][0]
+
+    jf = symshape.jit(fn)
+    for n in (3, 4, 5, 6):
+        torch.manual_seed(n)
+        x = torch.randn(n, 4, device=DEVICE)
+        got, want = jf(x), fn(x)
+        assert torch.equal(got[0], want[0]) and got[1] == want[1]
