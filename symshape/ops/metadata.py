@@ -133,6 +133,55 @@ def _storage_offset(ctx, t):
     )
 
 
+class TracedStorage:
+    """``t.untyped_storage()`` of a traced tensor: its size in bytes, what code that
+    compares storages' sizes reads (FSDP's ``_same_storage_size``). An input's is
+    read and checked by the prologue; a tensor the trace allocated holds its own
+    elements. Its memory (``data_ptr()``) is not the trace's to give."""
+
+    def __init__(self, nbytes):
+        self._nbytes = nbytes
+
+    def nbytes(self):
+        return self._nbytes
+
+    size = __len__ = nbytes
+
+    def element_size(self) -> int:
+        return 1
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):  # Python's and libraries' probes (__deepcopy__, _fields)
+            raise AttributeError(name)
+        from symshape.trace.context import current
+        from symshape.trace.errors import cannot_trace
+
+        cannot_trace(
+            current(),
+            f"`untyped_storage().{name}` of a traced tensor (at {user_location()}): a traced "
+            "storage answers only its size (nbytes(), size())",
+            f"read {name} outside the jit-compiled function",
+        )
+
+
+def _untyped_storage(ctx, t):
+    src = getattr(t, "_ss_input", None)
+    real = ctx.constants.get(t._ss_var.name)
+    if src is not None:
+        return TracedStorage(src.storage_nbytes())
+    if isinstance(real, torch.Tensor):  # a tensor the code closed over
+        return TracedStorage(real.untyped_storage().nbytes())
+    if id(t._ss_var) in ctx.allocated and ctx.meta(t).strides is None:  # dense, its own
+        m = ctx.meta(t)
+        return TracedStorage(ctx.symint(numel(m.shape) * m.dtype.itemsize))
+    raise UnsupportedOpError(
+        "Tensor.untyped_storage",
+        user_location(),
+        "Only an input's, a captured tensor's, or a contiguous tensor the trace allocated "
+        "has a traced storage size; a view's is read at a split (fullgraph=False).",
+    )
+
+
 def _numel(ctx, t):
     return ctx.symint(numel(ctx.meta(t).shape))
 
@@ -272,6 +321,7 @@ _getter("repr", _repr, tensor_method("__repr__"), tensor_method("__str__"))
 _getter("format", lambda ctx, t, spec="": _repr(ctx, t), tensor_method("__format__"))
 _getter("dim_order", lambda ctx, t, **k: _dim_order(ctx, t, **k), tensor_method("dim_order"))
 _getter("numpy", _data_read("Tensor.numpy()", S.numpy), tensor_method("numpy"))
+_getter("untyped_storage", _untyped_storage, tensor_method("untyped_storage"))
 
 
 # -- int(t), float(t), bool(t): a Python number of the data ------------------------------------

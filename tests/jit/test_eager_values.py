@@ -688,3 +688,35 @@ def test_a_tensor_needing_grad_the_code_closes_over_gets_its_gradient(split):
             grads.append([t.grad for t in (x, _W, b)])
         assert all(g is not None and torch.equal(g, w) for g, w in zip(*grads))
     _W.grad = None
+
+
+def _same_storage_size(a, n):  # FSDP's torch.distributed.fsdp._flat_param._same_storage_size
+    return a.untyped_storage().size() // a.element_size() == n
+
+
+def _storage_sizes(x, y):
+    x = x + 1 if _same_storage_size(x, 100) else x - 1
+    z = y * 2  # a tensor the trace allocates: its own elements
+    return x, z + z.untyped_storage().nbytes() + y.untyped_storage().nbytes()
+
+
+@pytest.mark.parametrize(
+    "x", [torch.ones(10, 10), torch.ones(50), torch.ones(200)[:100]], ids=["100", "50", "view"]
+)
+def test_storage_sizes_are_read_and_guarded(x):
+    """dynamo's test_flat_param_same_storage_size under fullgraph: an input's storage
+    size is checked by the prologue (a view of a larger storage traces again)."""
+    jf = symshape.jit(_storage_sizes, fullgraph=True)
+    for args in ((torch.ones(10, 10), torch.ones(7)), (x, torch.ones(9))):
+        got, want = jf(*args), _storage_sizes(*args)
+        assert all(torch.equal(g, w) for g, w in zip(got, want))
+
+
+def test_a_storage_data_pointer_is_refused_under_fullgraph():
+    def fn(x):
+        return x + (x.untyped_storage().data_ptr() > 0)
+
+    with pytest.raises(symshape.TracingError, match="data_ptr"):
+        symshape.jit(fn, fullgraph=True)(torch.ones(3))
+    with pytest.warns(UserWarning, match="runs eagerly"):
+        assert torch.equal(symshape.jit(fn)(torch.ones(3)), fn(torch.ones(3)))

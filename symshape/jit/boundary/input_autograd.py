@@ -58,6 +58,18 @@ class InputAutograd:
             )
         return self.answers["is_inference"]
 
+    def storage_nbytes(self) -> int:
+        """The bytes of the input's storage (``x.untyped_storage().nbytes()``)."""
+        if "nbytes" not in self.answers:
+            v = self.answers["nbytes"] = self.item.example.untyped_storage().nbytes()
+            n, label = self.item.name, self.item.label
+            self._check(
+                f"{n}.untyped_storage().nbytes() != {v}",
+                f"{label}'s storage holds {v} bytes",
+                f"{n}.untyped_storage().nbytes()",
+            )
+        return self.answers["nbytes"]
+
     def grad_fn(self):
         real = self.item.example.grad_fn
         if "grad_fn" not in self.answers:
