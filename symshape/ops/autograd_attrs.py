@@ -17,7 +17,7 @@ import torch
 
 from symshape.ops.registry import OpDef, attribute, define
 from symshape.sym.source import user_location
-from symshape.trace.errors import RunsEagerly, TracingError
+from symshape.trace.errors import RunsEagerly, TracingError, cannot_trace
 from symshape.trace.proxy import TensorProxy
 
 
@@ -116,3 +116,34 @@ define(
     OpDef("is_inference", "torch.Tensor.is_inference", None, _is_inference),
     [torch._C.TensorBase.is_inference],
 )
+
+
+def _hook_on_traced(name: str):
+    """``t.register_hook(f)`` on a traced tensor: the call runs eagerly (refused under
+    ``fullgraph``). Eager's hook sees every gradient that reaches ``t``, those of
+    uses made before it was registered too, and is the function made on that call
+    (closing over that call's objects); a hook placed at a split of the trace would
+    see only the gradient of the uses after the split, and a function frozen when
+    traced."""
+
+    def rule(ctx, op, t, *args, **kwargs):
+        where = user_location()
+        cannot_trace(
+            ctx,
+            f"`Tensor.{name}` on a tensor of the traced call"
+            + (f" (at {where.describe()})" if where else ""),
+            "register the hook outside the jit-compiled function (on its inputs or outputs), "
+            "or return the tensor and register it there",
+        )
+
+    return rule
+
+
+for _name in ("register_hook", "register_post_accumulate_grad_hook"):
+    if hasattr(torch.Tensor, _name):
+        define(
+            OpDef(
+                _name, f"torch.Tensor.{_name}", getattr(torch.Tensor, _name), _hook_on_traced(_name)
+            ),
+            [getattr(torch.Tensor, _name)],
+        )
