@@ -84,8 +84,10 @@ def test_a_hook_sees_each_calls_objects_and_every_gradient(monkeypatch):
     jf = symshape.jit(_hook_closing_over_an_argument)
     for v in (88.0, 99.0):
         x = torch.randn(3)
-        got = _grads(lambda t: jf(t, _Box(torch.tensor(v))).sum(), x)
-        want = _grads(lambda t: _hook_closing_over_an_argument(t, _Box(torch.tensor(v))).sum(), x)
+        got = _grads(lambda t, v=v: jf(t, _Box(torch.tensor(v))).sum(), x)
+        want = _grads(
+            lambda t, v=v: _hook_closing_over_an_argument(t, _Box(torch.tensor(v))).sum(), x
+        )
         assert torch.equal(got, want)
     jf = symshape.jit(_hook_after_a_use)
     for n in (2, 4):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 
+import pytest
 import torch
 from torch import nn
 
@@ -128,3 +129,44 @@ def test_what_forward_hooks_store_is_stored_on_every_call():
     assert calls == eager_calls == [3]
     assert len(acts) == 3 and all(type(a) is torch.Tensor for a in acts)
     torch.testing.assert_close(acts, eager_acts)
+
+
+def test_hooks_of_a_module_the_function_closes_over_run_on_every_call():
+    """jit(fn) where fn reaches the module through its closure: the hook's side
+    effects are replayed on every call, as with jit(module) (dynamo's test_hooks.py)."""
+
+    def closing_over():
+        acts = []
+        m = nn.Linear(2, 1)
+        m.register_forward_hook(lambda mod, i, o: acts.append(o.detach()))
+        return (lambda x: m(x) + 1), acts
+
+    for wrap in (lambda f: f, symshape.jit):
+        fn, acts = closing_over()
+        f = wrap(fn)
+        for n in (1, 2, 3):
+            f(torch.ones(n, 2))
+        assert [a.shape[0] for a in acts] == [1, 2, 3]
+
+
+def test_a_module_hook_registered_inside_runs_the_call_eagerly():
+    """register_forward_hook inside the function adds a hook on every eager call;
+    the call runs eagerly (warned), refused under fullgraph."""
+    outs = {}
+    for name, wrap in (("eager", lambda f: f), ("jit", symshape.jit)):
+        m = nn.Linear(2, 1, bias=False)
+        nn.init.ones_(m.weight)
+
+        def fn(x, m=m):
+            m.register_forward_hook(lambda mod, i, o: o + 100)
+            return m(x)
+
+        f = wrap(fn)
+        outs[name] = ([f(torch.ones(1, 2)).item() for _ in range(3)], len(m._forward_hooks))
+    assert outs["jit"] == outs["eager"] == ([102.0, 202.0, 302.0], 3)
+    m = nn.Linear(2, 1)
+    with pytest.raises(symshape.TracingError, match="module hooks"):
+        symshape.jit(lambda x: (m.register_forward_hook(lambda *a: None), m(x))[1], fullgraph=True)(
+            torch.ones(1, 2)
+        )
+    assert not m._forward_hooks  # put back as it was

@@ -29,7 +29,7 @@ from symshape.ir import (
 )
 from symshape.ir.codegen import Deferred
 from symshape.ir.printer import fmt
-from symshape.jit.boundary import generators, outputs, torch_state
+from symshape.jit.boundary import generators, module_hooks, outputs, torch_state
 from symshape.jit.boundary.writes import (
     Replay,
     Swapped,
@@ -381,6 +381,7 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
     flags = before = torch_state.snapshot()
     ctx.flags_at_start = torch_state.named(before)
     roots = [module] if module is not None else b.roots
+    hooks = module_hooks.snapshot(roots)
     ran = _Ran()
     ctx.input_ids = _input_ids(b, roots, (*pargs, *pkw.values()))
     with (
@@ -415,6 +416,7 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
             flags = torch_state.take_changes(flags)
             stored += [(b.const(write, "_w"), "call", what, value) for what, write, value in flags]
         torch_state.check_replayable(flags, name)
+        module_hooks.check_unchanged(ctx, hooks)
         torch_state.read_guards(b, ctx.flags_read, before)
         if ctx.split is not None:
             ran.marks, ran.results = ctx.split.marks, ctx.split.results
@@ -679,6 +681,11 @@ def _guard_python_state(b: Builder, fn, module, inputs: tuple):
     # a library's module (nn.Sequential, GPT2Model) has no forward of the program's, but
     # may hold the program's modules, or be called on its tensor subclass
     gg = GlobalsGuard(*fns, classes=classes) if fns or any(map(user_class, classes)) else None
+    if gg:  # the hooks of the modules it reaches through globals and closures run too
+        known = {id(f) for f in fns}
+        extra = [f for f in hook_functions([m for _, m in gg.modules()]) if id(f) not in known]
+        if extra:
+            gg = GlobalsGuard(*fns, *extra, classes=classes)
     if gg:  # snapshot before the call; settled after it
         for label, mod in gg.modules():
             # a module the function closes over (or reads as a global) is walked like an
