@@ -218,6 +218,11 @@ def _recorded(ctx, cls, fctx: RecordingCtx, args: tuple, out, start: int):
     inputs = tuple(a if type(a) is TensorProxy else None for a in args)
     node_args = (key, inputs, tuple(tensors), tuple(saved), tuple(scalars))
     made = ctx.emit(CUSTOM_FUNCTION, node_args, {}, metas)
+    for m, d in zip(made, diff):  # ctx.mark_non_differentiable: no grad, as eager's
+        if not d and m._ss_meta.requires_grad:
+            m._ss_var.meta = m._ss_meta = m._ss_meta.like(requires_grad=False)
+            with torch._C.DisableTorchFunction():
+                m.requires_grad_(False)
     kept = {id(t) for t in saved}
     computed = {id(v) for n in ctx.nodes[start:] for v in n.outputs}
     for t, m in zip(tensors, made):  # an output the forward allocated and kept nothing of
@@ -282,6 +287,14 @@ def _forward_rule(ctx, op, key, args, outs, saved, scalars):
 
 CUSTOM_FUNCTION = _forward_rule
 CUSTOM_FUNCTION.extra["aliases"] = 2  # its outputs are the forward's (``outs``), as they are
+# a trace of the same call made again (a split's continuation) has a new state key: the
+# Function's class and what it saved and set stand for it
+CUSTOM_FUNCTION.extra["sig"] = lambda args: (_state_sig(_STATES[args[0]]), *args[1:])
+
+
+def _state_sig(st) -> str:
+    attrs = sorted((k, repr(v)) for k, v in st.attrs.items())
+    return f"{st.cls.__module__}.{st.cls.__qualname__}{attrs!r}{st.n_saved}{st.differentiable}"
 
 
 def custom_function_backward(key, saved, scalars, grads, shapes):

@@ -723,3 +723,8 @@ def roll(ctx, op, input, shifts, dims=()):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(sh)}, dims:{len(ds)}")
     ds = tuple(norm_dim(d, m.ndim) for d in ds)
     return ctx.emit(op, (input, sh, ds), {}, ctx.out_meta(m.shape, m.dtype, m.device))
+
+
+# `x.view_as(y)` & co. read only y's shape: their result views x alone
+for _op in (view_as, reshape_as, expand_as):
+    _op.extra["aliases"] = 0

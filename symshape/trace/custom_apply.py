@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable
 
 import torch
+import torch.utils._pytree as pytree
 from torch.autograd.function import BackwardCFunction
 
 from symshape.sym.source import user_location
@@ -53,6 +54,13 @@ def install(patches, Function) -> None:
 def _apply(apply, patches) -> Callable:
     def route(cls, *args, **kwargs):
         mode = patches.current()
+        if mode is not None and _vmapped(cls, args, kwargs):
+            cannot_trace(
+                mode.ctx,
+                f"custom autograd.Function `{cls.__name__}` under torch.vmap, which eager "
+                "runs through its own vmap rule (or refuses without one)",
+                "apply it outside torch.vmap, or set generate_vmap_rule=True on it",
+            )
         if mode is None or not torch.is_grad_enabled():
             return apply.__get__(None, cls)(*args, **kwargs)
         _tls.routed = getattr(_tls, "routed", 0) + 1
@@ -63,6 +71,18 @@ def _apply(apply, patches) -> Callable:
             _tls.routed -= 1
 
     return route
+
+
+def _vmapped(cls, args: tuple, kwargs: dict) -> bool:
+    """Is ``cls`` applied to a tensor of a traced ``torch.vmap``, and not a Function
+    whose vmap rule is its forward (``generate_vmap_rule=True``, no ``vmap`` of its
+    own), which tracing the forward under vmap gives?"""
+    from symshape.trace.batching import Batched
+
+    if not any(type(a) is Batched for a in pytree.tree_leaves((args, kwargs))):
+        return False
+    own_rule = getattr(cls, "vmap", None) is not getattr(torch.autograd.Function, "vmap", None)
+    return own_rule or not getattr(cls, "generate_vmap_rule", False)
 
 
 def _through_trace(ctx, cls, args: tuple, kwargs: dict, apply=None):

@@ -320,3 +320,141 @@ def test_a_forward_that_updates_its_own_result_in_place():
     for n in (4, 6, 4):
         x, mask = torch.randn(n, 10), torch.randn(n, 10) < 0
         assert_same(_grads(jf, x, mask, wrt=[0]), _grads(_masked_softmax, x, mask, wrt=[0]))
+
+
+# -- from dynamo's test_autograd_function.py ------------------------------------------------
+
+
+class NonDifferentiable(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, y):
+        o1, o2 = x.sin(), y * 2
+        ctx.mark_non_differentiable(o2)
+        return o1, o2
+
+    @staticmethod
+    def backward(ctx, g1, g2):
+        return g1.cos(), None
+
+
+def _non_differentiable(x, y):
+    return NonDifferentiable.apply(x, y)
+
+
+def test_an_output_marked_non_differentiable_needs_no_grad():
+    fn = _non_differentiable
+    jf = symshape.jit(fn, fullgraph=True)
+    for n in (2, 3, 5):
+        x, y = torch.randn(n, requires_grad=True), torch.randn(n, requires_grad=True)
+        (a, b), (c, d) = fn(x, y), jf(x, y)
+        assert (b.requires_grad, b.grad_fn, d.requires_grad, d.grad_fn) == (
+            False,
+            None,
+            False,
+            None,
+        )
+        assert torch.equal(a, c) and torch.equal(b, d)
+        assert_same(
+            _grads(lambda x, y: fn(x, y)[0].sum(), x, y, wrt=(0,)),
+            _grads(lambda x, y: jf(x, y)[0].sum(), x, y, wrt=(0,)),
+        )
+
+
+class LinearWithBias(torch.autograd.Function):
+    """PyTorch's docs' LinearFunction: the bias added in place to a fresh output."""
+
+    @staticmethod
+    def forward(input, weight, bias):
+        output = input.mm(weight.t())
+        output += bias.unsqueeze(0).expand_as(output)
+        return output
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs)
+
+    @staticmethod
+    def backward(ctx, g):
+        input, weight, _ = ctx.saved_tensors
+        return g.mm(weight), g.t().mm(input), g.sum(0)
+
+
+def test_an_in_place_add_of_an_expanded_view_is_not_taken_for_a_saved_input():
+    """`output += bias.expand_as(output)`: expand_as reads only output's shape, so the
+    update does not touch the saved bias (it had been refused)."""
+    fn = LinearWithBias.apply
+    jf = symshape.jit(fn, fullgraph=True)
+    for n in (2, 3, 4):
+        args = (
+            torch.randn(n, 2, requires_grad=True),
+            torch.randn(3, 2),
+            torch.randn(3, requires_grad=True),
+        )
+        assert_same(_grads(lambda *a: jf(*a).sum(), *args), _grads(lambda *a: fn(*a).sum(), *args))
+
+
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * g
+
+
+def _branch_after(x):
+    y = Square.apply(x)
+    return y * 2 if y.sum() > 1 else y * 3
+
+
+def _grad_inside_after(x):
+    y = Square.apply(x)
+    return torch.autograd.grad(y.sum(), x)[0]
+
+
+@pytest.mark.parametrize("fn", [_branch_after, _grad_inside_after])
+def test_a_split_after_a_traced_function(fn):
+    """The continuation's trace of the same call makes a new state for the Function:
+    it had been taken for a different trace ("traced differently")."""
+    jf = symshape.jit(fn)
+    for n, scale in ((3, 1.0), (3, 0.1), (5, 1.0)):
+        x = torch.randn(n) * scale
+        if fn is _branch_after:
+            assert_same(_grads(lambda x: jf(x).sum(), x), _grads(lambda x: fn(x).sum(), x))
+        else:
+            assert torch.equal(jf(x.requires_grad_()), fn(x))
+
+
+class OwnVmapRule(torch.autograd.Function):
+    @staticmethod
+    def forward(x):
+        return x * 3
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 3
+
+    @staticmethod
+    def vmap(info, in_dims, x):
+        return x * 2, in_dims[0]
+
+
+class NoVmapRule(OwnVmapRule):
+    vmap = torch.autograd.Function.vmap
+
+
+def test_vmap_of_a_function_takes_its_own_rule_or_eagers_error():
+    with_rule = lambda x: torch.vmap(OwnVmapRule.apply)(x)  # noqa: E731
+    x = torch.ones(2, 3)
+    assert torch.equal(symshape.jit(with_rule)(x), with_rule(x))  # its rule: x * 2
+    with pytest.raises(RuntimeError, match="does not have vmap support"):
+        symshape.jit(lambda x: torch.vmap(NoVmapRule.apply)(x))(x)
+    with pytest.raises(symshape.TracingError, match="vmap"):
+        symshape.jit(with_rule, fullgraph=True)(x)

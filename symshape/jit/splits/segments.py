@@ -195,10 +195,13 @@ def _shape(a):
 
 
 def _node_sig(n: Node) -> tuple:
+    # an op whose arguments name a per-trace object (a custom Function's state key)
+    # says what stands for them in a signature
+    sig = getattr(n.op, "extra", {}).get("sig")
     return (
         getattr(n.op, "name", repr(n.op)),
         tuple(v.name for v in n.outputs),
-        _shape(n.args),
+        _shape(sig(n.args) if sig is not None else n.args),
         _shape(n.kwargs),
     )
 
