@@ -60,6 +60,8 @@ class _State:
     needs_input_grad: tuple
     materialize: bool
     differentiable: tuple = ()  # per tensor output: does it carry a gradient
+    # per output of forward, in order: is it a tensor (backward takes None for the others)
+    tensor_outputs: tuple = ()
 
     @property
     def wanted(self) -> list[int]:
@@ -210,7 +212,8 @@ def _recorded(ctx, cls, fctx: RecordingCtx, args: tuple, out, start: int):
     diff = tuple(id(t) not in non_diff and _differentiable(ctx, t) for t in tensors)
     key = next(_keys)
     _STATES[key] = _State(cls, attrs, len(fctx._ss["saved"]), fctx.needs_input_grad,
-                          fctx._ss["materialize"], diff)  # fmt: skip
+                          fctx._ss["materialize"], diff,
+                          tuple(type(o) is TensorProxy for o in outs))  # fmt: skip
     metas = tuple(ctx.meta(t).like(requires_grad=d) for t, d in zip(tensors, diff))
     if not metas:
         return out
@@ -301,6 +304,9 @@ def custom_function_backward(key, saved, scalars, grads, shapes):
     """The Function's own backward, with a context rebuilt from the forward's."""
     st = _STATES[key]
     rctx = ReplayCtx(st, tuple(saved), tuple(scalars))
+    if not all(st.tensor_outputs):  # eager's backward takes None for each other output
+        it = iter(grads)
+        grads = [next(it) if t else None for t in st.tensor_outputs]
     with torch.no_grad():
         res = st.cls.backward(rctx, *grads)
     res = res if isinstance(res, tuple) else (res,)

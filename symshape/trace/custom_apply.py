@@ -17,12 +17,13 @@ same route and returns the traced outputs to eager's apply.
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections.abc import Callable
 
 import torch
 import torch.utils._pytree as pytree
-from torch.autograd.function import BackwardCFunction
+from torch.autograd.function import BackwardCFunction, _is_setup_context_defined
 
 from symshape.sym.source import user_location
 from symshape.trace.eager import NOT_SPLIT, eager_call
@@ -63,6 +64,12 @@ def _apply(apply, patches) -> Callable:
             )
         if mode is None or not torch.is_grad_enabled():
             return apply.__get__(None, cls)(*args, **kwargs)
+        if kwargs and _is_setup_context_defined(cls.setup_context):
+            # eager's apply binds them to forward's parameters first, raising TypeError
+            # in the caller (whose try may catch it): so here, while tracing
+            bound = inspect.signature(cls.forward).bind(*args, **kwargs)
+            bound.apply_defaults()
+            args, kwargs = bound.args, bound.kwargs
         _tls.routed = getattr(_tls, "routed", 0) + 1
         try:
             out = _through_trace(mode.ctx, cls, args, kwargs, apply)

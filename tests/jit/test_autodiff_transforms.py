@@ -53,3 +53,37 @@ def test_transforms_outside_a_trace_are_torchs_own():
     x = torch.randn(4)
     symshape.jit(lambda t: t + 1)(x)  # a trace has run and ended
     assert torch.allclose(jacrev(torch.sin)(x), torch.diag(x.cos()))
+
+
+class _NewStyle(torch.autograd.Function):
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x):
+        return x * 2
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 3  # not the forward's derivative: the Function's own
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [lambda x: (x.sin() * 2).sum(), lambda x: _NewStyle.apply(x).sum()],
+    ids=["ops", "function"],
+)
+def test_a_jit_function_under_a_transform_runs_as_python(fn):
+    """torch.func.grad / vmap / jacrev around a jit function: the transform takes its
+    Python, as eager's (a trace's autograd.Function cannot be transformed: it raised
+    'must override the setup_context staticmethod')."""
+    jf = symshape.jit(fn)
+    for n in (2, 3):
+        x = torch.randn(n)
+        assert torch.equal(grad(jf)(x), grad(fn)(x))
+        assert torch.equal(torch.vmap(jf)(x.expand(4, n)), torch.vmap(fn)(x.expand(4, n)))
+        assert torch.equal(jacrev(jf)(x), jacrev(fn)(x))
+    assert jf.stats.eager_calls == 6

@@ -458,3 +458,63 @@ def test_vmap_of_a_function_takes_its_own_rule_or_eagers_error():
         symshape.jit(lambda x: torch.vmap(NoVmapRule.apply)(x))(x)
     with pytest.raises(symshape.TracingError, match="vmap"):
         symshape.jit(with_rule, fullgraph=True)(x)
+
+
+class _Pair:
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+
+class ObjectAndTensor(torch.autograd.Function):
+    """forward returns an object holding tensors, then a tensor: backward takes a
+    gradient per output, None for the object (it had been given one too few)."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        a = torch.sin(x)
+        ctx.save_for_backward(a)
+        return _Pair(a, torch.cos(y)), x * y
+
+    @staticmethod
+    def backward(ctx, g_pair, g):
+        assert g_pair is None
+        (a,) = ctx.saved_tensors
+        return g * 2, a * g * 3
+
+
+def _object_and_tensor(x, y):
+    pair, xy = ObjectAndTensor.apply(x, y)
+    return pair.a + pair.b + xy
+
+
+class NeedsTwo(torch.autograd.Function):
+    @staticmethod
+    def forward(x, y):
+        return x + y
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, g * 2
+
+
+def _bad_binding_caught(x):
+    try:
+        return NeedsTwo.apply(x, x, y=x)  # y twice: eager's apply raises TypeError
+    except TypeError:
+        return x + 20
+
+
+def _keyword(x):
+    return NeedsTwo.apply(x, y=x * 3)
+
+
+@pytest.mark.parametrize("fn", [_object_and_tensor, _bad_binding_caught, _keyword])
+def test_outputs_that_are_objects_and_arguments_by_keyword(fn):
+    jf = symshape.jit(fn, fullgraph=fn is not _bad_binding_caught)
+    for n in (2, 3, 5):
+        args = [torch.randn(n)] * (2 if fn is _object_and_tensor else 1)
+        assert_same(_grads(lambda *a: jf(*a).sum(), *args), _grads(lambda *a: fn(*a).sum(), *args))

@@ -186,6 +186,11 @@ class JitFunction:
         if _tracing() is not None:  # called from code being traced: inline it into that trace
             return self._fn(*args, **kwargs)
         self.stats.calls += 1  # every call, those that fail included
+        if torch._C._are_functorch_transforms_active():
+            # under torch.func.grad / vmap / jacrev: the Python, which the transform
+            # differentiates or batches itself (a trace's autograd.Function cannot be)
+            self.stats.eager_calls += 1
+            return self._fn(*args, **kwargs)
         if self._eager_reason is not None:
             return self._untraceable(self._eager_reason, args, kwargs)
         try:
