@@ -416,7 +416,7 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
             flags = torch_state.take_changes(flags)
             stored += [(b.const(write, "_w"), "call", what, value) for what, write, value in flags]
         torch_state.check_replayable(flags, name)
-        module_hooks.check_unchanged(ctx, hooks)
+        module_hooks.check_none_added(ctx, hooks)
         torch_state.read_guards(b, ctx.flags_read, before)
         if ctx.split is not None:
             ran.marks, ran.results = ctx.split.marks, ctx.split.results
