@@ -82,8 +82,8 @@ def make_function(
         ctx.maybe_clear_saved_tensors()
         grads = backward(args)
         result = [None] * n_in
-        for pos, g in zip(grad_in, grads):
-            result[pos] = g
+        for pos, g in zip(grad_in, grads):  # a custom Function's None, as it gave it
+            result[pos] = None if getattr(g, "_ss_none", False) else g
         return tuple(result)
 
     return type(

@@ -62,6 +62,7 @@ class _State:
     differentiable: tuple = ()  # per tensor output: does it carry a gradient
     # per output of forward, in order: is it a tensor (backward takes None for the others)
     tensor_outputs: tuple = ()
+    tensor_inputs: tuple = ()  # per input of apply: is it a tensor (else its gradient is None)
 
     @property
     def wanted(self) -> list[int]:
@@ -213,7 +214,8 @@ def _recorded(ctx, cls, fctx: RecordingCtx, args: tuple, out, start: int):
     key = next(_keys)
     _STATES[key] = _State(cls, attrs, len(fctx._ss["saved"]), fctx.needs_input_grad,
                           fctx._ss["materialize"], diff,
-                          tuple(type(o) is TensorProxy for o in outs))  # fmt: skip
+                          tuple(type(o) is TensorProxy for o in outs),
+                          tuple(isinstance(a, torch.Tensor) for a in args))  # fmt: skip
     metas = tuple(ctx.meta(t).like(requires_grad=d) for t, d in zip(tensors, diff))
     if not metas:
         return out
@@ -316,6 +318,12 @@ def custom_function_backward(key, saved, scalars, grads, shapes):
             f"function {st.cls.__name__}Backward returned an incorrect number of gradients "
             f"(expected {n}, got {len(res)})"
         )
+    for i, (r, t) in enumerate(zip(res, st.tensor_inputs)):
+        if r is not None and not t:
+            raise RuntimeError(
+                f"function {st.cls.__name__}Backward returned a gradient different than None "
+                f"at position {i + 1}, but the corresponding forward input was not a Variable"
+            )
     out = []
     for i, shape_dtype in zip(st.wanted, shapes):
         out.append(_checked(st.cls.__name__, i, res[i], *shape_dtype))
@@ -323,10 +331,13 @@ def custom_function_backward(key, saved, scalars, grads, shapes):
 
 
 def _checked(name: str, i: int, g, shape, dtype, device):
-    """A gradient as eager's engine takes it: zeros for None, reduced to the input's
-    shape where it was broadcast, in the input's dtype."""
-    if g is None:
-        return torch.zeros(shape, dtype=dtype, device=device)
+    """A gradient as eager's engine takes it: zeros for None (marked: where they reach
+    the input as they are, the Function gives it None, as eager's leaves ``.grad``
+    None), reduced to the input's shape where it was broadcast, in its dtype."""
+    if g is None:  # zeros that say they stand for None: returned as they are, None again
+        z = torch.zeros(shape, dtype=dtype, device=device)
+        z._ss_none = True
+        return z
     if tuple(g.shape) != tuple(shape):
         try:
             g = g.sum_to_size(shape)

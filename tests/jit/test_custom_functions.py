@@ -518,3 +518,38 @@ def test_outputs_that_are_objects_and_arguments_by_keyword(fn):
     for n in (2, 3, 5):
         args = [torch.randn(n)] * (2 if fn is _object_and_tensor else 1)
         assert_same(_grads(lambda *a: jf(*a).sum(), *args), _grads(lambda *a: fn(*a).sum(), *args))
+
+
+class NoneForY(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(y)
+        return x.clone() * y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y, None
+
+
+class GradientForAModule(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, module, x):
+        return module(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, g  # eager: an error, the module is not a tensor
+
+
+def test_a_none_gradient_leaves_grad_none_and_a_non_tensors_gradient_raises():
+    fn = lambda x, y: NoneForY.apply(x, y)  # noqa: E731
+    jf = symshape.jit(fn, fullgraph=True)
+    for n in (2, 3):
+        x, y = torch.randn(n, requires_grad=True), torch.randn(n, requires_grad=True)
+        jf(x, y).sum().backward()
+        assert y.grad is None and torch.equal(x.grad, y.detach())
+    lin = torch.nn.Linear(3, 3)
+    jf = symshape.jit(lambda x: GradientForAModule.apply(lin, x), fullgraph=True)
+    with pytest.raises(RuntimeError, match="at position 1, but the corresponding forward input"):
+        jf(torch.randn(2, 3, requires_grad=True)).sum().backward()
