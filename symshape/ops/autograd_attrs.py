@@ -17,6 +17,7 @@ import torch
 
 from symshape.ops.registry import OpDef, attribute, define
 from symshape.sym.source import user_location
+from symshape.trace.eager import NOT_SPLIT, eager_call
 from symshape.trace.errors import RunsEagerly, TracingError, cannot_trace
 from symshape.trace.proxy import TensorProxy
 
@@ -66,6 +67,10 @@ def _grad_fn(ctx, op, t):
     return None if ctx.is_leaf(t) else TracedGradFn(t._ss_var.name)
 
 
+def _grad_of(t):
+    return t.grad
+
+
 def _grad(ctx, op, t):
     src = _input(ctx, t)
     if src is not None:
@@ -91,6 +96,13 @@ def _grad(ctx, op, t):
             "jit-compiled function as an argument (symshape.jit(step)(params, lr)), so "
             "its .grad is read on every call." + (f"\n  at {where.describe()}" if where else "")
         )
+    if ctx.meta(t).requires_grad and ctx.is_leaf(t):  # a leaf the call made
+        # a backward inside the call (eager's, at a split) fills it: read where it splits;
+        # a trace that does not split runs no backward, and the gradient is None
+        why = "a backward inside the call fills it"
+        out = eager_call(ctx, _grad_of, "Tensor.grad", (t,), {}, why)
+        if out is not NOT_SPLIT:
+            return out
     return None
 
 

@@ -708,6 +708,8 @@ class TraceContext(Aliasing):
             v = self.new_var("t", out)
             self.nodes.append(Node(op, a, kw, (v,), where, extra=extra))
             proxy = self.proxy(v, out)
+            if ("requires_grad", True) in kw:  # a factory's: a leaf, as eager makes it
+                proxy._ss_leaf = True
             self._track_fresh(op, self.nodes[-1], (proxy,))
             return proxy
         vs = tuple(self.new_var("t", m) for m in out)

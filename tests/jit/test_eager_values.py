@@ -720,3 +720,35 @@ def test_a_storage_data_pointer_is_refused_under_fullgraph():
         symshape.jit(fn, fullgraph=True)(torch.ones(3))
     with pytest.warns(UserWarning, match="runs eagerly"):
         assert torch.equal(symshape.jit(fn)(torch.ones(3)), fn(torch.ones(3)))
+
+
+def _backward_inside(x):
+    a = torch.ones(2, requires_grad=True)
+    b = torch.ones(2, requires_grad=True)
+    (a * x[:2] + b).sum().backward()  # eager's backward, at a split
+    return a.grad, b.grad
+
+
+def _leaf_made_and_returned(x):
+    w = torch.ones(x.shape[-1], requires_grad=True)  # a factory's leaf
+    return (x * w).sum(), w
+
+
+def test_leaves_the_call_makes_get_eagers_gradients():
+    """A tensor made with requires_grad=True inside the call is a leaf: a backward
+    inside fills its .grad, read as eager reads it (it had been None), and one
+    returned gets its gradient from a backward after the call, with an input's."""
+    jf = symshape.jit(_backward_inside)
+    for n in (2, 3):
+        x = torch.randn(n)
+        assert all(map(torch.equal, jf(x), _backward_inside(x)))
+    jf = symshape.jit(_leaf_made_and_returned)
+    for n in (2, 3):
+        x = torch.randn(n, requires_grad=True)
+        got, want = [], []
+        for f, into in ((jf, got), (_leaf_made_and_returned, want)):
+            x.grad = None
+            s, w = f(x)
+            s.backward()
+            into += [s, w.grad, x.grad, w.is_leaf, w.grad_fn]
+        assert all(map(torch.equal, got[:3], want[:3])) and got[3:] == want[3:] == [True, None]
