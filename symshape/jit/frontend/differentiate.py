@@ -180,10 +180,9 @@ def _requires_grad(v) -> bool:
 def makes_leaves(trace: Trace) -> bool:
     """Does the trace make tensors that require grad of its own (``w =
     x.detach().requires_grad_()``, ``torch.ones(2, requires_grad=True)``, a deep
-    copy of a module)? Gradients reach
-    them only through eager's autograd (``torch.autograd.grad(loss, w)`` inside,
-    ``w.grad`` after): the computation runs its ops under autograd, as when it
-    has no backward of its own."""
+    copy of a module)? Gradients reach them only through eager's autograd
+    (``torch.autograd.grad(loss, w)`` inside, ``w.grad`` after): the computation
+    runs its ops under autograd, as when it has no backward of its own."""
     return any(
         (n.op.name == "requires_grad_" and n.args[1]) or ("requires_grad", True) in n.kwargs
         for n in trace.nodes
