@@ -40,35 +40,35 @@ class InputAutograd:
     def _check(self, cond: str, expect: str, found: str) -> None:
         self.b.fail(cond, expect, found, into=self.item.post)
 
+    def _read(self, key: str, read, cond: str, expect: str, found: str):
+        """``read(example)``, asked once and checked by the prologue; in the texts
+        ``{n}``, ``{v}`` and ``{label}`` stand for the input's name, the value read
+        and its label."""
+        if key not in self.answers:
+            v = self.answers[key] = read(self.item.example)
+            names = {"n": self.item.name, "v": v, "label": self.item.label}
+            self._check(cond.format(**names), expect.format(**names), found.format(**names))
+        return self.answers[key]
+
     def is_leaf(self) -> bool:
-        if "is_leaf" not in self.answers:
-            v = self.answers["is_leaf"] = self.item.example.is_leaf
-            n, label = self.item.name, self.item.label
-            self._check(f"{n}.is_leaf is not {v}", f"{label}.is_leaf is {v}", f"{n}.is_leaf")
-        return self.answers["is_leaf"]
+        return self._read(
+            "is_leaf", lambda t: t.is_leaf, "{n}.is_leaf is not {v}", "{label}.is_leaf is {v}",
+            "{n}.is_leaf",
+        )  # fmt: skip
 
     def is_inference(self) -> bool:
-        if "is_inference" not in self.answers:
-            v = self.answers["is_inference"] = self.item.example.is_inference()
-            n, label = self.item.name, self.item.label
-            self._check(
-                f"{n}.is_inference() is not {v}",
-                f"{label}.is_inference() is {v}",
-                f"{n}.is_inference()",
-            )
-        return self.answers["is_inference"]
+        return self._read(
+            "is_inference", lambda t: t.is_inference(), "{n}.is_inference() is not {v}",
+            "{label}.is_inference() is {v}", "{n}.is_inference()",
+        )  # fmt: skip
 
     def storage_nbytes(self) -> int:
         """The bytes of the input's storage (``x.untyped_storage().nbytes()``)."""
-        if "nbytes" not in self.answers:
-            v = self.answers["nbytes"] = self.item.example.untyped_storage().nbytes()
-            n, label = self.item.name, self.item.label
-            self._check(
-                f"{n}.untyped_storage().nbytes() != {v}",
-                f"{label}'s storage holds {v} bytes",
-                f"{n}.untyped_storage().nbytes()",
-            )
-        return self.answers["nbytes"]
+        return self._read(
+            "nbytes", lambda t: t.untyped_storage().nbytes(),
+            "{n}.untyped_storage().nbytes() != {v}", "{label}'s storage holds {v} bytes",
+            "{n}.untyped_storage().nbytes()",
+        )  # fmt: skip
 
     def grad_fn(self):
         real = self.item.example.grad_fn
