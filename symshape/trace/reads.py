@@ -69,6 +69,9 @@ class SplitState:
     results: dict = field(default_factory=dict)
     boundary: Any = None  # the tracer's frame: the Python state at a read is below it
     roots: Callable | None = None  # the state the trace tracks outside the frames
+    # the reads whose NeedRead was raised: more than the one the tracer caught means the
+    # program caught one (`except BaseException:`, a bare `except:`)
+    raised: list = field(default_factory=list)
 
     def value(self, i: int):
         """The known value of read ``i``, fresh (a list Python may change is a copy)."""
@@ -208,4 +211,5 @@ def read(ctx, kind: str, inputs: tuple, convert: Callable, text: str, eager: boo
         mark.value = sp.known[i]
         sp.marks.append(mark)
         return sp.value(i)
+    sp.raised.append(mark)
     raise NeedRead(mark)

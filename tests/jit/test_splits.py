@@ -492,3 +492,30 @@ def test_a_retrace_where_the_garbage_collector_ran_elsewhere_goes_on():
         x = torch.full((3,), sign)
         torch.testing.assert_close(jf(x), x + sign)
     assert jf.stats.splits >= 1
+
+
+def _caught_by_base_exception(x):
+    try:
+        y = x * 2 if x.sum() > 0 else x * 3  # a read of data: the trace splits here
+    except BaseException:  # the program's own broad handler
+        y = x * 0
+    return y
+
+
+def _caught_by_bare_except(x):
+    try:
+        n = int(x.sum())
+    except:  # noqa: E722
+        n = -100
+    return x + n
+
+
+@pytest.mark.parametrize("fn", [_caught_by_base_exception, _caught_by_bare_except])
+def test_a_read_inside_a_broad_handler_is_read_as_eager_reads_it(fn):
+    """The signal of a split is a BaseException: a program's `except BaseException:`
+    or bare `except:` caught it, and the handler's value was served on every call.
+    The call now runs eagerly (warned)."""
+    jf = symshape.jit(fn)
+    for v in (1.0, -1.0, 2.0):
+        x = torch.full((3,), v)
+        assert torch.equal(jf(x), fn(x))
