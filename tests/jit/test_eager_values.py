@@ -752,3 +752,28 @@ def test_leaves_the_call_makes_get_eagers_gradients():
             s.backward()
             into += [s, w.grad, x.grad, w.is_leaf, w.grad_fn]
         assert all(map(torch.equal, got[:3], want[:3])) and got[3:] == want[3:] == [True, None]
+
+
+def _counts_in(x, d):
+    d["n"] += 1  # a defaultdict(int) makes the missing key
+    d["seen"] = d.get("seen", 0) + x.shape[0]
+    d.pop("drop", None)
+    return x * d["n"]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [dict, collections.OrderedDict, lambda: collections.defaultdict(int)],
+    ids=["dict", "OrderedDict", "defaultdict"],
+)
+def test_writes_into_a_dict_argument_of_any_dict_class_are_replayed(make):
+    """An OrderedDict or defaultdict passed in was walked as a pytree and rebuilt:
+    what the function wrote into it was lost, even on the first call."""
+    eager, traced = make(), make()
+    for d in (eager, traced):
+        d.update(n=0, drop=1)
+    jf = symshape.jit(_counts_in)
+    for n in (2, 3, 3):
+        x = torch.randn(n)
+        assert torch.equal(jf(x, traced), _counts_in(x, eager))
+        assert list(traced.items()) == list(eager.items()) and type(traced) is type(eager)

@@ -54,6 +54,10 @@ from symshape.trace.errors import TracingError
 from symshape.trace.proxy import TensorProxy, contiguous_strides
 
 
+# dicts handed to the function as they are, their writes replayed
+_DICTS = (dict, collections.OrderedDict, collections.defaultdict)
+
+
 @dataclass
 class Check:
     """One prologue check: what it expects, in words, and an expression over the
@@ -244,7 +248,7 @@ class Builder(ObjectInputs, ModuleInputs):
             return proxy
         if t in (bool, int, float, str) or value is None:
             return self._scalar(value, src, label, out)
-        if t in (list, dict) and id(value) in self.tracked:  # the same container again
+        if t in (list, *_DICTS) and id(value) in self.tracked:  # the same container again
             first = self.tracked[id(value)][1]
             self.fail(
                 f"{src} is not {first}",
@@ -257,7 +261,7 @@ class Builder(ObjectInputs, ModuleInputs):
             isinstance(value, tuple) and hasattr(value, "_fields")
         ):
             return self._sequence(value, src, label, out, path)
-        if t is dict:
+        if t in _DICTS:
             return self._dict(value, src, label, out, path)
         if isinstance(value, (torch.dtype, torch.device, torch.memory_format, torch.layout)):
             self.fail(f"{src} != {self.const(value)}", f"{label} == {value}", src, into=out)
@@ -409,8 +413,9 @@ class Builder(ObjectInputs, ModuleInputs):
         return value
 
     def _dict(self, value: dict, src: str, label: str, out: list, path: str) -> dict:
-        """A dict argument: its keys checked on every call, its values walked; the
-        dict itself is handed to the function (its writes are found and replayed)."""
+        """A dict argument (an ``OrderedDict``, a ``defaultdict`` and its factory too):
+        its keys checked on every call, its values walked; the dict itself is handed to
+        the function (its writes are found and replayed)."""
         loc = self.local(f"_{label}")
         out.append(f"{loc} = {src}")
         keys = tuple(value)
@@ -423,9 +428,13 @@ class Builder(ObjectInputs, ModuleInputs):
                 "values as a list."
             )
         ks = repr(keys) if all(type(k) in (str, int) for k in keys) else self.const(keys)
+        t = type(value)
+        cond = f"type({loc}) is not {'dict' if t is dict else self.const(t, '_type')}"
+        if t is collections.defaultdict:  # what a missing key makes
+            cond += f" or {loc}.default_factory is not {self.const(value.default_factory)}"
         self.fail(
-            f"type({loc}) is not dict or tuple({loc}) != {ks}",
-            f"{label} is a dict with keys {list(keys)}",
+            f"{cond} or tuple({loc}) != {ks}",
+            f"{label} is a {t.__name__} with keys {list(keys)}",
             f"tuple({loc}) if isinstance({loc}, dict) else type({loc}).__name__",
             into=out,
         )
