@@ -130,3 +130,30 @@ def test_tensors_in_a_list_subclass_are_inputs_read_per_call():
         assert len(mine) == 3
         torch.testing.assert_close(mine[2], theirs[2])
     assert jf.stats.compiles == 1, jf.stats.recompile_reasons
+
+
+class Tags(set):
+    pass
+
+
+class FrozenTags(frozenset):
+    pass
+
+
+def _sets(x):
+    s = {"one", "two", "three"}
+    u = Tags({"one", "four"})
+    s &= u
+    u &= s  # the program's set subclass, updated in place
+    u.n = x.shape[0]
+    return x * len(u), s, u, FrozenTags({"a", x.shape[0]})
+
+
+def test_set_and_frozenset_subclasses_come_back_with_their_items():
+    """A set subclass the call made came back empty (rebuilt as a plain object)."""
+    jf = symshape.jit(_sets)
+    for n in (2, 3, 5):
+        x = torch.randn(n)
+        got, want = jf(x), _sets(x)
+        assert torch.equal(got[0], want[0]) and got[1:] == want[1:]
+        assert [type(v) for v in got] == [type(v) for v in want] and got[2].n == want[2].n

@@ -158,7 +158,7 @@ def _structure(x, t: type, walk, rebuilt) -> tuple:
     if not (_rebuildable(x) and rebuilt(x)) and not holds_traced(x):
         return ("const", x)
     # walked in the order _build makes them: items, then attributes
-    if isinstance(x, (list, tuple)):  # a list or tuple subclass of the program's
+    if isinstance(x, (list, tuple, set, frozenset)):  # a list, tuple or set subclass
         items = [walk(v) for v in x]
         return ("sequence", t, items, [(k, walk(v)) for k, v in _attributes(x)])
     if isinstance(x, dict):  # a dict subclass (an OrderedDict's, ModelOutput's pattern)
@@ -416,15 +416,15 @@ def _put(obj, name: str, value) -> None:
 
 
 def _sequence(s, it, objects, memo):
-    """A list or tuple subclass, made as unpickling makes one: no ``__init__``, its
-    items through the built-in base, then its attributes."""
+    """A list, tuple or set subclass, made as unpickling makes one: no ``__init__``,
+    its items through the built-in base, then its attributes."""
     cls, items, attributes = s[1:]
     values = [_build(c, it, objects, memo) for c in items]
-    if issubclass(cls, tuple):
-        obj = tuple.__new__(cls, values)
+    if issubclass(cls, (tuple, frozenset)):
+        obj = (tuple if issubclass(cls, tuple) else frozenset).__new__(cls, values)
     else:
         obj = cls.__new__(cls)
-        list.extend(obj, values)
+        (list.extend if isinstance(obj, list) else set.update)(obj, values)
     for k, c in attributes:
         _put(obj, k, _build(c, it, objects, memo))
     return obj

@@ -53,7 +53,6 @@ from symshape.trace import subclasses
 from symshape.trace.errors import TracingError
 from symshape.trace.proxy import TensorProxy, contiguous_strides
 
-
 # dicts handed to the function as they are, their writes replayed
 _DICTS = (dict, collections.OrderedDict, collections.defaultdict)
 
