@@ -15,7 +15,9 @@ and the engine knows the condition from there on.
 Python's ``assert t, "message"`` on a traced tensor is the same check (as
 TorchDynamo rewrites it): ``bool(t)`` asked by the jump of an assert statement
 whose message is a constant (or absent) records ``_assert_true`` instead of
-reading the value, so the trace neither splits nor is refused there.
+reading the value, so the trace neither splits nor is refused there. Inside the
+program's own ``try`` or ``with`` (in its frame or a caller's), whose handler
+would meet the error, the condition is read instead, as a branch is.
 """
 
 from __future__ import annotations
@@ -26,11 +28,15 @@ import torch
 
 from symshape.ops._compose import traced
 from symshape.ops.registry import register
-from symshape.sym.source import user_frame
+from symshape.sym.source import handled, user_frame
 
 
 @register("assert_true", "symshape.ops.runtime.assert_true", torch._assert, effect=True)
 def assert_true(ctx, op, condition, message):
+    if handled(user_frame(2)):  # the program's own handler would meet its error: read it
+        if not condition:
+            raise AssertionError(message)
+        return None
     if isinstance(condition, torch.Tensor):
         ctx.meta(condition)  # bool() of it raises eager's error for 0 or 2+ elements
         ctx.emit(op, (condition, message), {}, effect=True)
@@ -90,7 +96,7 @@ def assert_statement(ctx, condition) -> bool:
     recorded as ``torch._assert(condition, message)``, checked when the trace runs."""
     frame = user_frame(2)
     message = NOT_AN_ASSERT if frame is None else assert_message(frame)
-    if message is NOT_AN_ASSERT:
+    if message is NOT_AN_ASSERT or handled(frame):
         return False
     traced(ctx, torch._assert, condition, message)
     return True

@@ -6,6 +6,8 @@ torch, so a person can read which line caused them.
 
 from __future__ import annotations
 
+import dis
+import functools
 import linecache
 import os
 import sys
@@ -117,3 +119,39 @@ def user_frame(skip: int = 1):
 # the answers assumed. Cleared when skip_directory adds a directory.
 _USER_FILES: dict = {}
 _BASENAMES: dict = {}  # filename -> its basename (Location.short)
+
+
+def handled(frame) -> bool:
+    """Would an error raised at ``frame``'s instruction, or at its callers' in the
+    program, meet a ``try`` of the program's (its ``except`` or ``finally``)? A check
+    made when a trace runs raises outside them all: such a condition is read while
+    tracing instead (the trace splits there), and the handler runs as in eager.
+    ``with`` blocks do not count (their ``__exit__`` sees the error and passes it on)."""
+    f = frame
+    while f is not None and is_user_file(f.f_code.co_filename):
+        if any(start <= f.f_lasti < end for start, end in _try_ranges(f.f_code)):
+            return True
+        f = f.f_back
+    return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _try_ranges(code) -> tuple:
+    """``(start, end)`` of each range of ``code``'s exception table (Python 3.11+)
+    whose handler is a ``try``'s: not a ``with`` block's exit, nor the cleanup of
+    a handler itself."""
+    bytecode = dis.Bytecode(code)
+    entries = getattr(bytecode, "exception_entries", ())
+    if not entries:
+        return ()
+    ins = [i for i in bytecode if i.opname not in ("CACHE", "EXTENDED_ARG")]
+    at = {i.offset: k for k, i in enumerate(ins)}
+    out = []
+    for e in entries:
+        k = at.get(e.target)
+        if k is None or ins[k].opname != "PUSH_EXC_INFO":  # a handler's own cleanup
+            continue
+        if k + 1 < len(ins) and ins[k + 1].opname == "WITH_EXCEPT_START":
+            continue
+        out.append((e.start, e.end))
+    return tuple(out)

@@ -22,7 +22,7 @@ from symshape.ir import ASSERT, CONST, SYM, Node, OpRef, TensorMeta, Var
 from symshape.sym import CheckError, DataDependentError, ShapeEnv
 from symshape.sym import expr as E
 from symshape.sym import logic as L
-from symshape.sym.source import user_location
+from symshape.sym.source import handled, user_frame, user_location
 from symshape.trace import pytypes, reads
 from symshape.trace import symfloat as F
 from symshape.trace.aliasing import Aliasing
@@ -334,6 +334,10 @@ class TraceContext(Aliasing):
                     "this input" + (f"\n  at {where.describe()}" if where else "")
                 )
             if ok is True:
+                return
+            if handled(user_frame(2)):  # the program's try would meet its error: read it
+                if not self.env.guard(cond, self._where()):
+                    raise error(msg or "a check failed")
                 return
         self.env.check(cond, msg, self._where(), error)
         self.flush_asserts()

@@ -2,6 +2,8 @@
 checked when the trace runs, as ``torch._assert``, so the trace neither splits nor
 is refused under fullgraph; a failing call raises eager's ``AssertionError``.
 Each function is traced at one size and run at others, passing and failing.
+Inside the program's own ``try`` a data-dependent check (an assert, an index's
+bounds, ``torch._check``) is read instead, so the handler runs as eager's does.
 
 PYTEST_DONT_REWRITE: the functions' asserts must stay Python's own statements."""
 
@@ -89,3 +91,64 @@ def test_an_assert_on_a_data_dependent_size_is_checked_on_every_call(fn):
         else:
             torch.testing.assert_close(got, want)
     assert jf.stats.compiles <= 2
+
+
+def _assert_in_try(x):
+    try:
+        assert (x > 0).all(), "must be positive"
+        return x.log()
+    except AssertionError:
+        return x.abs().log()
+
+
+def _index_in_try(x, k):
+    try:
+        return x[k.item()]
+    except IndexError:
+        return x.sum()
+
+
+def _check_in_try(x, k):
+    n = k.item()
+    try:
+        torch._check(n < 5, lambda: "too big")
+        return x[:n]
+    except RuntimeError:
+        return x
+
+
+def _assert_in_with(x):
+    with torch.no_grad():
+        assert (x > 0).all(), "must be positive"  # no handler: a runtime assert
+    return x.log()
+
+
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (_assert_in_try, [(torch.full((3,), 1.0),), (torch.full((3,), -2.0),)]),
+        (
+            _index_in_try,
+            [(torch.arange(4.0), torch.tensor(1)), (torch.arange(4.0), torch.tensor(10))],
+        ),
+        (
+            _check_in_try,
+            [(torch.arange(8.0), torch.tensor(2)), (torch.arange(8.0), torch.tensor(7))],
+        ),
+    ],
+    ids=["assert", "index", "check"],
+)
+def test_a_check_inside_the_programs_try_is_read_so_its_handler_runs(fn, args):
+    """A data-dependent check (assert, an index's bounds, torch._check) inside the
+    program's own try: checked when the trace runs, its error escaped the handler
+    (eager's handler returned instead). The condition is now read: the trace splits."""
+    jf = symshape.jit(fn)
+    for a in args * 2:
+        assert torch.equal(jf(*a), fn(*a))
+
+
+def test_an_assert_in_a_with_block_stays_a_runtime_assert():
+    jf = symshape.jit(_assert_in_with, fullgraph=True)
+    assert torch.equal(jf(torch.full((3,), 2.0)), torch.full((3,), 2.0).log())
+    with pytest.raises(AssertionError, match="must be positive"):
+        jf(torch.full((3,), -1.0))
