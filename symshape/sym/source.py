@@ -138,20 +138,27 @@ def handled(frame) -> bool:
 @functools.lru_cache(maxsize=4096)
 def _try_ranges(code) -> tuple:
     """``(start, end)`` of each range of ``code``'s exception table (Python 3.11+)
-    whose handler is a ``try``'s: not a ``with`` block's exit, nor the cleanup of
-    a handler itself."""
+    whose error reaches a ``try``'s handler: its own, or through a ``with`` block's
+    exit or a handler's cleanup inside a ``try`` (they pass the error on)."""
     bytecode = dis.Bytecode(code)
-    entries = getattr(bytecode, "exception_entries", ())
+    entries = list(getattr(bytecode, "exception_entries", ()))
     if not entries:
         return ()
     ins = [i for i in bytecode if i.opname not in ("CACHE", "EXTENDED_ARG")]
     at = {i.offset: k for k, i in enumerate(ins)}
-    out = []
-    for e in entries:
+
+    def kind(e) -> str:
         k = at.get(e.target)
-        if k is None or ins[k].opname != "PUSH_EXC_INFO":  # a handler's own cleanup
-            continue
-        if k + 1 < len(ins) and ins[k + 1].opname == "WITH_EXCEPT_START":
-            continue
-        out.append((e.start, e.end))
-    return tuple(out)
+        if k is None or ins[k].opname != "PUSH_EXC_INFO":
+            return "cleanup"
+        return "with" if k + 1 < len(ins) and ins[k + 1].opname == "WITH_EXCEPT_START" else "try"
+
+    def reaches_try(e, depth: int = 0) -> bool:
+        if kind(e) == "try" or depth > 32:
+            return kind(e) == "try"
+        # a with's exit, a handler's cleanup: their code passes the error on to the
+        # handler whose range covers it
+        outer = [o for o in entries if o is not e and o.start <= e.target < o.end]
+        return any(reaches_try(o, depth + 1) for o in outer)
+
+    return tuple((e.start, e.end) for e in entries if reaches_try(e))

@@ -152,3 +152,20 @@ def test_an_assert_in_a_with_block_stays_a_runtime_assert():
     assert torch.equal(jf(torch.full((3,), 2.0)), torch.full((3,), 2.0).log())
     with pytest.raises(AssertionError, match="must be positive"):
         jf(torch.full((3,), -1.0))
+
+
+def _assert_in_with_in_try(x):
+    try:
+        with torch.no_grad():
+            assert (x > 0).all(), "must be positive"
+            return x.log()
+    except AssertionError:
+        return x.abs().log()
+
+
+def test_a_check_in_a_with_block_inside_a_try_is_read():
+    """The with block's exit passes the error on to the try around it."""
+    jf = symshape.jit(_assert_in_with_in_try)
+    for v in (1.0, -2.0, 3.0, -1.0):
+        x = torch.full((3,), v)
+        assert torch.equal(jf(x), _assert_in_with_in_try(x))
