@@ -777,3 +777,27 @@ def test_writes_into_a_dict_argument_of_any_dict_class_are_replayed(make):
         x = torch.randn(n)
         assert torch.equal(jf(x, traced), _counts_in(x, eager))
         assert list(traced.items()) == list(eager.items()) and type(traced) is type(eager)
+
+
+class _ReadOnly:
+    def __init__(self, x, n):
+        self.__dict__["x"] = x  # behind a read-only property of the same name
+        self.__dict__["n"] = n
+
+    @property
+    def x(self):
+        return self.__dict__["x"]
+
+    @property
+    def n(self):
+        return self.__dict__["n"]
+
+
+def test_an_instance_dict_entry_behind_a_read_only_property():
+    """The tracer swaps the tensor in and out of the instance dict; it had gone
+    through the property ("has no setter")."""
+    fn = lambda o: o.x + o.__dict__["n"]  # noqa: E731
+    jf = symshape.jit(fn)
+    for n in (2, 3):
+        o = _ReadOnly(torch.ones(n) * 3, n)
+        assert torch.equal(jf(o), fn(o)) and torch.equal(o.x, torch.ones(n) * 3)

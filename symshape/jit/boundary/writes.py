@@ -264,9 +264,16 @@ def _del_attr(obj, key: str) -> None:
 
 def _raw_setattr(obj, key: str, v) -> None:
     """``obj.key = v`` past the class's own ``__setattr__`` (a ``threading.local``'s
-    is the C one, which finds this thread's dict)."""
-    setter = threading.local.__setattr__ if isinstance(obj, threading.local) else object.__setattr__
-    setter(obj, key, v)
+    is the C one, which finds this thread's dict); a key the instance dict holds is
+    written there, past a read-only property of the same name."""
+    if isinstance(obj, threading.local):
+        threading.local.__setattr__(obj, key, v)
+        return
+    d = _instance_dict(obj)
+    if d is not None and key in d and not isinstance(obj, type):
+        d[key] = v
+    else:
+        object.__setattr__(obj, key, v)
 
 
 def _raw_delattr(obj, key: str) -> None:
