@@ -801,3 +801,18 @@ def test_an_instance_dict_entry_behind_a_read_only_property():
     for n in (2, 3):
         o = _ReadOnly(torch.ones(n) * 3, n)
         assert torch.equal(jf(o), fn(o)) and torch.equal(o.x, torch.ones(n) * 3)
+
+
+def _takes_the_tag(x):
+    v = x.tag
+    del x.tag
+    return x * v
+
+
+def test_an_attribute_deleted_from_an_input_tensor_is_deleted_on_every_call():
+    jf = symshape.jit(_takes_the_tag)
+    for n in (2, 3, 3):
+        x, y = torch.ones(n), torch.ones(n)
+        x.tag = y.tag = n
+        assert torch.equal(jf(x), _takes_the_tag(y))
+        assert not hasattr(x, "tag") and not hasattr(y, "tag")

@@ -364,14 +364,19 @@ _CONTAINERS = (list, dict, set, collections.deque)
 
 
 def tensor_attr_writes(b: Builder) -> list:
-    """The attributes the call set on the tensors passed in (``x.tag = flag``), as
-    writes replayed after every call on that call's tensors."""
+    """The attributes the call set on the tensors passed in (``x.tag = flag``) or
+    deleted (``del x.tag``), as writes replayed after every call on that call's
+    tensors."""
     out = []
     for t, proxy, path in b.tensor_args:
         before = t.__dict__
-        for k, v in own_attributes(proxy):
+        now = dict(own_attributes(proxy))
+        for k, v in now.items():
             if before.get(k, _MISSING) is not v:
                 out.append((path, "attr", k, v))
+        for k in before:  # `del x.tag`: the proxy had every one of them (prologue.py)
+            if k not in now and not k.startswith(("_ss_", "_is_param")):
+                out.append((path, "delattr", k, None))
     return out
 
 
