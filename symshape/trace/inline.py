@@ -11,7 +11,7 @@ trace's guards, as for the user's own code.
 
 Only plain Python functions of torch's public functional modules qualify, not
 Tensor methods or a user's ``__torch_function__`` overrides; and the eager
-(dense) implementation of the ``flex_attention`` and ``cond`` higher-order ops. The copy of each
+(dense) implementation of the ``flex_attention`` higher-order op. The copy of each
 function differs from it only in those three names and is made once.
 
 A function of the program's own written the same way (overridable through
@@ -64,14 +64,12 @@ def body(func) -> Callable | None:
 
 # higher-order ops whose eager implementation (the CompositeExplicitAutograd kernel,
 # dense Python over torch calls and torch.vmap) is traced as a Python function is
-_DENSE_HOPS = ("flex_attention", "cond")
+_DENSE_HOPS = ("flex_attention",)
 
 
 def _dense(hop) -> Callable | None:
     """``flex_attention``'s eager implementation: the scores, ``score_mod`` and
-    ``mask_mod`` under vmap, the softmax, all traced (its gradient is the trace's).
-    ``torch.cond``'s: ``if pred`` (a size's comparison decided, a tensor's read
-    where the trace splits), then the branch taken."""
+    ``mask_mod`` under vmap, the softmax, all traced (its gradient is the trace's)."""
     if hop.name() not in _DENSE_HOPS:
         return None
     return hop.py_kernels.get(torch._C.DispatchKey.CompositeExplicitAutograd)
