@@ -27,6 +27,7 @@ import dis
 import torch
 
 from symshape.ops._compose import traced
+from symshape.ops.nn import decompose
 from symshape.ops.registry import register
 from symshape.sym.source import handled, user_frame
 
@@ -34,7 +35,7 @@ from symshape.sym.source import handled, user_frame
 @register("assert_true", "symshape.ops.runtime.assert_true", torch._assert, effect=True)
 def assert_true(ctx, op, condition, message):
     if handled(user_frame(2)):  # the program's own handler would meet its error: read it
-        if not condition:
+        if not decompose(ctx, bool, condition):  # bool() under tracing: a read, a split
             raise AssertionError(message)
         return None
     if isinstance(condition, torch.Tensor):

@@ -117,6 +117,14 @@ def _check_in_try(x, k):
         return x
 
 
+def _torch_assert_in_try(x):
+    try:
+        torch._assert((x > 0).all(), "neg")
+        return x.sqrt()
+    except AssertionError:
+        return x * 0
+
+
 def _assert_in_with(x):
     with torch.no_grad():
         assert (x > 0).all(), "must be positive"  # no handler: a runtime assert
@@ -127,6 +135,7 @@ def _assert_in_with(x):
     "fn, args",
     [
         (_assert_in_try, [(torch.full((3,), 1.0),), (torch.full((3,), -2.0),)]),
+        (_torch_assert_in_try, [(torch.full((3,), 4.0),), (torch.full((3,), -1.0),)]),
         (
             _index_in_try,
             [(torch.arange(4.0), torch.tensor(1)), (torch.arange(4.0), torch.tensor(10))],
@@ -136,7 +145,7 @@ def _assert_in_with(x):
             [(torch.arange(8.0), torch.tensor(2)), (torch.arange(8.0), torch.tensor(7))],
         ),
     ],
-    ids=["assert", "index", "check"],
+    ids=["assert", "torch_assert", "index", "check"],
 )
 def test_a_check_inside_the_programs_try_is_read_so_its_handler_runs(fn, args):
     """A data-dependent check (assert, an index's bounds, torch._check) inside the
