@@ -66,10 +66,9 @@ def _apply(apply, patches) -> Callable:
             return apply.__get__(None, cls)(*args, **kwargs)
         if kwargs and _is_setup_context_defined(cls.setup_context):
             # eager's apply binds them to forward's parameters first, raising TypeError
-            # in the caller (whose try may catch it): so here, while tracing
-            bound = inspect.signature(cls.forward).bind(*args, **kwargs)
-            bound.apply_defaults()
-            args, kwargs = bound.args, bound.kwargs
+            # in the caller (whose try may catch it): so here, while tracing (what it
+            # passes on after that differs by release: eager's apply runs at a split)
+            inspect.signature(cls.forward).bind(*args, **kwargs)
         _tls.routed = getattr(_tls, "routed", 0) + 1
         try:
             out = _through_trace(mode.ctx, cls, args, kwargs, apply)
