@@ -123,10 +123,10 @@ _BASENAMES: dict = {}  # filename -> its basename (Location.short)
 
 def handled(frame) -> bool:
     """Would an error raised at ``frame``'s instruction, or at its callers' in the
-    program, meet a ``try`` of the program's (its ``except`` or ``finally``)? A check
-    made when a trace runs raises outside them all: such a condition is read while
-    tracing instead (the trace splits there), and the handler runs as in eager.
-    ``with`` blocks do not count (their ``__exit__`` sees the error and passes it on)."""
+    program, meet an ``except`` of the program's? A check made when a trace runs
+    raises outside them all: such a condition is read while tracing instead (the
+    trace splits there), and the handler runs as in eager. ``with`` blocks and
+    ``finally`` do not count: they pass the error on."""
     f = frame
     while f is not None and is_user_file(f.f_code.co_filename):
         if any(start <= f.f_lasti < end for start, end in _try_ranges(f.f_code)):
@@ -135,11 +135,17 @@ def handled(frame) -> bool:
     return False
 
 
+_EXCEPT_TYPE = frozenset(
+    {"LOAD_GLOBAL", "LOAD_NAME", "LOAD_ATTR", "LOAD_DEREF", "LOAD_FAST", "BUILD_TUPLE"}
+)
+
+
 @functools.lru_cache(maxsize=4096)
 def _try_ranges(code) -> tuple:
     """``(start, end)`` of each range of ``code``'s exception table (Python 3.11+)
-    whose error reaches a ``try``'s handler: its own, or through a ``with`` block's
-    exit or a handler's cleanup inside a ``try`` (they pass the error on)."""
+    whose error reaches an ``except`` of a ``try``: its own, or through a ``with``
+    block's exit, a ``finally`` or a handler's cleanup inside one (they pass the
+    error on)."""
     bytecode = dis.Bytecode(code)
     entries = list(getattr(bytecode, "exception_entries", ()))
     if not entries:
@@ -149,9 +155,17 @@ def _try_ranges(code) -> tuple:
 
     def kind(e) -> str:
         k = at.get(e.target)
-        if k is None or ins[k].opname != "PUSH_EXC_INFO":
+        if k is None or ins[k].opname != "PUSH_EXC_INFO" or k + 1 >= len(ins):
             return "cleanup"
-        return "with" if k + 1 < len(ins) and ins[k + 1].opname == "WITH_EXCEPT_START" else "try"
+        if ins[k + 1].opname == "WITH_EXCEPT_START":
+            return "with"
+        if ins[k + 1].opname == "POP_TOP":  # a bare except:
+            return "try"
+        j = k + 1  # except E: / except (E, F): the types loaded, then matched
+        while j < len(ins) and ins[j].opname in _EXCEPT_TYPE:
+            j += 1
+        matches = j < len(ins) and ins[j].opname in ("CHECK_EXC_MATCH", "CHECK_EG_MATCH")
+        return "try" if matches else "finally"  # a finally passes the error on
 
     def reaches_try(e, depth: int = 0) -> bool:
         if kind(e) == "try" or depth > 32:

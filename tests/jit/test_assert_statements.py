@@ -2,8 +2,9 @@
 checked when the trace runs, as ``torch._assert``, so the trace neither splits nor
 is refused under fullgraph; a failing call raises eager's ``AssertionError``.
 Each function is traced at one size and run at others, passing and failing.
-Inside the program's own ``try`` a data-dependent check (an assert, an index's
-bounds, ``torch._check``) is read instead, so the handler runs as eager's does.
+Where the program's own ``except`` would meet it, a data-dependent check (an
+assert, an index's bounds, ``torch._check``) is read instead, so the handler runs
+as eager's does.
 
 PYTEST_DONT_REWRITE: the functions' asserts must stay Python's own statements."""
 
@@ -178,3 +179,21 @@ def test_a_check_in_a_with_block_inside_a_try_is_read():
     for v in (1.0, -2.0, 3.0, -1.0):
         x = torch.full((3,), v)
         assert torch.equal(jf(x), _assert_in_with_in_try(x))
+
+
+def _assert_in_try_finally(x, log):
+    try:
+        assert (x > 0).all(), "must be positive"
+        return x.log()
+    finally:
+        log.append(1)
+
+
+def test_a_check_in_a_try_finally_stays_a_runtime_assert():
+    """A finally passes the error on: nothing of the program catches it, so the
+    check stays a runtime assert (the trace neither splits nor is refused)."""
+    jf = symshape.jit(_assert_in_try_finally, fullgraph=True)
+    log = []
+    assert torch.equal(jf(torch.full((3,), 2.0), log), torch.full((3,), 2.0).log())
+    with pytest.raises(AssertionError, match="must be positive"):
+        jf(torch.full((3,), -1.0), log)
