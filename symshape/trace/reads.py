@@ -28,6 +28,7 @@ import torch.utils._pytree as pytree
 from symshape.ir import Var
 from symshape.sym import DataDependentError
 from symshape.trace import frame_state
+from symshape.trace.errors import cannot_trace
 
 
 class NeedRead(BaseException):
@@ -72,6 +73,22 @@ class SplitState:
     # the reads whose NeedRead was raised: more than the one the tracer caught means the
     # program caught one (`except BaseException:`, a bare `except:`)
     raised: list = field(default_factory=list)
+
+    def none_caught(self, ctx, pending: bool) -> None:
+        """Refuse (run the call eagerly) where the program caught the signal a read
+        raises to split the trace (an ``except BaseException:`` or bare ``except:``
+        around it): what its handler did is not what eager does, which reads the
+        value. ``pending``: the tracer caught one itself."""
+        if len(self.raised) <= pending:
+            return
+        mark = self.raised[0]
+        where = f" (at {mark.where.describe()})" if mark.where is not None else ""
+        cannot_trace(
+            ctx,
+            f"the program's `except BaseException:` or bare `except:` caught the read of "
+            f"{mark.text}{where}, where symshape splits the trace",
+            "catch Exception (or the errors you expect) instead",
+        )
 
     def value(self, i: int):
         """The known value of read ``i``, fresh (a list Python may change is a copy)."""

@@ -77,7 +77,7 @@ from symshape.trace import autocast, subclasses
 from symshape.trace.compiling import compiling
 from symshape.trace.construction import ChangesModules
 from symshape.trace.context import TraceContext
-from symshape.trace.errors import RunsEagerly, TracingError, cannot_trace
+from symshape.trace.errors import RunsEagerly, TracingError
 from symshape.trace.frame_state import transparent
 from symshape.trace.mode import TracingMode, inputs_identified
 from symshape.trace.module_fixes import module_fixes
@@ -416,8 +416,8 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
             flags = torch_state.take_changes(flags)
             stored += [(b.const(write, "_w"), "call", what, value) for what, write, value in flags]
         torch_state.check_replayable(flags, name)
-        if ctx.split is not None and len(ctx.split.raised) > (ran.pending is not None):
-            _split_caught(ctx, ctx.split.raised[0])
+        if ctx.split is not None:
+            ctx.split.none_caught(ctx, ran.pending is not None)
         module_hooks.check_none_added(ctx, hooks)
         torch_state.read_guards(b, ctx.flags_read, before)
         if ctx.split is not None:
@@ -639,19 +639,6 @@ def _padded(env, trace: Trace, split, grad, name: str, padding, plan):
     apply = calls.padded_with_backward(trace, run, backward, bw, grad, plan, padding, title)
     run = _passing_inputs_through(apply, trace, grad.n_out)
     return grad_mode.restoring(trace, run), None, backward
-
-
-def _split_caught(ctx, mark) -> None:
-    """The program caught the signal a read of data raises to split the trace (an
-    ``except BaseException:`` or bare ``except:`` around it): what the handler did
-    is not what eager does, which reads the value; the call runs eagerly."""
-    where = f" (at {mark.where.describe()})" if mark.where is not None else ""
-    cannot_trace(
-        ctx,
-        f"the program's `except BaseException:` or bare `except:` caught the read of "
-        f"{mark.text}{where}, where symshape splits the trace",
-        "catch Exception (or the errors you expect) instead",
-    )
 
 
 def _guard_torch_state(b: Builder, grad: bool) -> None:
