@@ -50,7 +50,8 @@ class Storages:
         self.escaping: set[int] = set()
         for n in trace.nodes:
             if has_effect(n) and n.op is not ASSERT:
-                self.written.update(self.find(id(v)) for v in n.inputs())
+                if getattr(n.op, "extra", {}).get("mutates") != ():  # () for a check
+                    self.written.update(self.find(id(v)) for v in n.inputs())
                 continue
             if "changes_input" in getattr(n.op, "tags", ()):
                 # `requires_grad_` changes the tensor object it returns: merged with an

@@ -29,7 +29,7 @@ import torch
 from symshape.ops._compose import traced
 from symshape.ops.nn import decompose
 from symshape.ops.registry import register
-from symshape.sym.source import handled, user_frame
+from symshape.sym.source import handled, unwinds, user_frame
 
 
 @register("assert_true", "symshape.ops.runtime.assert_true", torch._assert, effect=True)
@@ -40,12 +40,12 @@ def assert_true(ctx, op, condition, message):
         return None
     if isinstance(condition, torch.Tensor):
         ctx.meta(condition)  # bool() of it raises eager's error for 0 or 2+ elements
-        ctx.emit(op, (condition, message), {}, effect=True)
+        _emit_check(ctx, op, condition, message)
         return None
     if isinstance(condition, torch.SymBool):
         cond = ctx._node(condition).value
         if type(cond) is not bool and ctx.known(cond) is None and not ctx.has_hint(cond):
-            ctx.emit(op, (condition, message), {}, effect=True)  # checked when the trace runs
+            _emit_check(ctx, op, condition, message)  # checked when the trace runs
             ctx.env.assume(cond, ctx._where())  # and known from here on
             return None
     if not condition:  # a Python value; a SymBool of sizes is guarded here
@@ -54,6 +54,13 @@ def assert_true(ctx, op, condition, message):
 
 
 assert_true.extra["mutates"] = ()  # reads its condition, writes no tensor
+
+
+def _emit_check(ctx, op, condition, message) -> None:
+    """Record the check; ``unwinds``: its error would pass through the program's
+    ``with`` exits or ``finally`` blocks (jit/frontend/failures.py)."""
+    ctx.emit(op, (condition, message), {}, effect=True)
+    ctx.nodes[-1].extra["unwinds"] = unwinds(user_frame())
 
 
 _JUMPS_IF_TRUE = {"POP_JUMP_IF_TRUE", "POP_JUMP_FORWARD_IF_TRUE"}

@@ -35,7 +35,7 @@ from symshape.sym.facts import Knowledge
 from symshape.sym.guards import Guard, GuardFunction, RuntimeAssert, Violation, final_guards
 from symshape.sym.logic import BoolExpr, _bool, not_
 from symshape.sym.ranges import INF, Range, make_range
-from symshape.sym.source import Location, user_location
+from symshape.sym.source import Location, unwinds, user_frame, user_location
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,7 +271,7 @@ class ShapeEnv:
             self._recorded.append(Guard(s, where))
             self._learn(s, where, "guard")
             return
-        self._asserts.append(RuntimeAssert(s, where, msg, error))
+        self._asserts.append(RuntimeAssert(s, where, msg, error, unwinds(user_frame())))
         self._learn(s, where, "assert")
 
     def assume(self, cond, where: Location | None = None) -> None:

@@ -54,6 +54,8 @@ class RuntimeAssert:
     where: object = None
     msg: str | None = None
     error: type | None = None
+    # raised where the program's `with` exits or `finally` blocks run on the way out
+    unwinds: bool = False
 
     def __repr__(self) -> str:
         return f"RuntimeAssert({self.cond})"

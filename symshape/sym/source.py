@@ -135,6 +135,26 @@ def handled(frame) -> bool:
     return False
 
 
+def unwinds(frame) -> bool:
+    """Would an error raised at ``frame``'s instruction pass through code of the
+    program's on its way out: a ``with`` block's exit, a ``finally``, a handler's
+    cleanup? Such code runs in eager whatever the error; a trace whose check fails
+    when it runs has not run it (``frontend/failures.py`` runs the call again)."""
+    f = frame
+    while f is not None and is_user_file(f.f_code.co_filename):
+        if any(start <= f.f_lasti < end for start, end in _all_ranges(f.f_code)):
+            return True
+        f = f.f_back
+    return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _all_ranges(code) -> tuple:
+    """``(start, end)`` of each range of ``code``'s exception table (Python 3.11+)."""
+    entries = getattr(dis.Bytecode(code), "exception_entries", ())
+    return tuple((e.start, e.end) for e in entries)
+
+
 _EXCEPT_TYPE = frozenset(
     {"LOAD_GLOBAL", "LOAD_NAME", "LOAD_ATTR", "LOAD_DEREF", "LOAD_FAST", "BUILD_TUPLE"}
 )

@@ -197,3 +197,65 @@ def test_a_check_in_a_try_finally_stays_a_runtime_assert():
     assert torch.equal(jf(torch.full((3,), 2.0), log), torch.full((3,), 2.0).log())
     with pytest.raises(AssertionError, match="must be positive"):
         jf(torch.full((3,), -1.0), log)
+
+
+class _Logged:
+    def __init__(self):
+        self.log, self.n = [], 0
+
+    def __enter__(self):
+        self.log.append("enter")
+        return self
+
+    def __exit__(self, kind, value, tb):
+        self.log.append(kind.__name__ if kind else "ok")
+        return False
+
+
+def _assert_after_write(state):
+    def f(x):
+        state.n += 1
+        assert (x > 0).all(), "must be positive"
+        return x.log()
+
+    return f
+
+
+def _assert_in_finally(state):
+    def f(x):
+        try:
+            assert (x > 0).all(), "must be positive"
+            return x.log()
+        finally:
+            state.log.append("fin")
+
+    return f
+
+
+def _assert_in_logged_with(state):
+    def f(x):
+        with state:
+            assert (x > 0).all(), "must be positive"
+            y = x.sqrt()
+        return y
+
+    return f
+
+
+@pytest.mark.parametrize("make", [_assert_after_write, _assert_in_finally, _assert_in_logged_with])
+def test_a_failing_assert_makes_the_writes_and_exits_eager_makes(make):
+    """The call runs again eagerly (jit/frontend/failures.py): the write before the
+    assert, the finally block and the __exit__ it passes through are made."""
+    seen = []
+    for jit in (False, True):
+        state = _Logged()
+        f = symshape.jit(make(state)) if jit else make(state)
+        calls = []
+        for n, v in [(4, 1.0), (4, -1.0), (6, 2.0), (5, -3.0), (3, 4.0)]:
+            try:
+                calls.append(f(torch.full((n,), v)).tolist())
+            except AssertionError as e:
+                calls.append((type(e), e.args))
+            calls.append((state.n, list(state.log)))
+        seen.append(calls)
+    assert seen[1] == seen[0]

@@ -28,25 +28,23 @@ from torch import nn
 
 from symshape.jit.backends import compiled, cudagraphs
 from symshape.jit.boundary.outputs import unflatten
-from symshape.jit.frontend import wrapping
+from symshape.jit.frontend import failures, wrapping
 from symshape.jit.frontend.cache_limit import cache_limit_message, user_stacklevel
 from symshape.jit.frontend.draws import DrawsEagerly, decision_message
 from symshape.jit.frontend.entries import TraceEntry
 from symshape.jit.frontend.explain import Explanation, explain
 from symshape.jit.frontend.policy import DYNAMIC, Dim, Policy, normalize_dims
 from symshape.jit.frontend.stats import Stats
-from symshape.jit.frontend.tracer import TRACE_ONCE, Traced, labels_of, trace_call
+from symshape.jit.frontend.tracer import Traced, labels_of, trace_call
 from symshape.jit.guards.globals_guard import modules_read
 from symshape.jit.guards.prologue import InputSpecErrorAtTrace, UntraceableInput
 from symshape.jit.guards.state import _instance_dict, compare_by_identity, is_plain_object
 from symshape.jit.padding.calls import Padding, pad_dims
 from symshape.jit.splits import continuation
 from symshape.sym import DataDependentError
-from symshape.sym.source import PACKAGE_DIR, is_stdlib_file, is_user_file
 from symshape.trace.construction import ChangesModules
 from symshape.trace.context import current as _tracing
 from symshape.trace.errors import RunsEagerly, TracingError
-from symshape.trace.frame_state import is_transparent
 from symshape.trace.side_effects import TraceTimeSideEffectWarning
 
 log = logging.getLogger("symshape")
@@ -61,54 +59,6 @@ class CacheLimitWarning(UserWarning):
 
 
 _MISS = object()
-
-
-def _raised_by_user_code(e: Exception) -> str | None:
-    """Who raised ``e`` inside the call the tracer made: ``"user"`` for the program's
-    own code (``raise``, ``assert``, a failed dict lookup, in a user file), ``"op"``
-    for an error eager raises too, raised by symshape's rule for a torch call the
-    program made (``x * ("a", 1)``: a TypeError), None for anything else (symshape
-    itself, torch's own machinery, a function symshape's machinery called)."""
-    if type(e).__module__.startswith("symshape"):
-        return None
-    codes = []
-    tb = e.__traceback__
-    while tb is not None:  # symshape's wrappers that only pass a call on left out
-        if not is_transparent(tb.tb_frame.f_code):
-            codes.append(tb.tb_frame.f_code)
-        tb = tb.tb_next
-    starts = [i for i, c in enumerate(codes) if c is TRACE_ONCE]
-    if not starts or starts[-1] + 1 >= len(codes):
-        return None
-    inside = [c.co_filename for c in codes[starts[-1] + 1 :]]  # the call, down to the raise
-    if inside[0].startswith(PACKAGE_DIR) or is_stdlib_file(inside[0]):
-        return None  # raised entering symshape's contexts, not in the call
-    if is_user_file(inside[-1]):
-        callers = [f for f in inside[:-1] if not is_stdlib_file(f)]
-        return None if callers and callers[-1].startswith(PACKAGE_DIR) else "user"
-    if type(e) not in _EAGER_ERRORS or str(e).startswith("symshape bug"):
-        return None
-    users = [i for i, f in enumerate(inside) if is_user_file(f)]
-    # the last of the program's frames called symshape (its torch-call handler)
-    if users and users[-1] + 1 < len(inside) and inside[users[-1] + 1].startswith(PACKAGE_DIR):
-        return "op"
-    return None
-
-
-# the errors eager's ops raise for a program's mistakes (exact types: a subclass, such
-# as NotImplementedError, says something about symshape)
-_EAGER_ERRORS = (TypeError, ValueError, IndexError, RuntimeError, ZeroDivisionError)
-
-
-def _raise_site(e: Exception) -> str:
-    """The last line of the program's own code in ``e``'s traceback."""
-    where = "an unknown line"
-    tb = e.__traceback__
-    while tb is not None:
-        if is_user_file(tb.tb_frame.f_code.co_filename):
-            where = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}"
-        tb = tb.tb_next
-    return where
 
 
 class JitFunction:
@@ -213,14 +163,23 @@ class JitFunction:
                 self.stats.cache_hits += 1
                 if e.split is not None:
                     return continuation.run(self, e, r, m, args, kwargs)
-                out = e.run(*r)
-                if e.replay is not None:
-                    out = e.replay(out, m, args, kwargs)
-                    if e.rebase is not None:
-                        e.rebase()
-                    return out
-                return out if e.spec is None else unflatten(out, e.spec)
+                return self._run(e, r, args, kwargs, rebase=True)
         return _MISS
+
+    def _run(self, e: TraceEntry, r: tuple, args, kwargs, rebase: bool):
+        """Run entry ``e`` on its prologue's ``r``; ``rebase``: a call that did not trace it."""
+        try:
+            out = e.run(*r)
+        except failures.CHECKS as err:  # eager's writes and exits on the way out
+            if not e.eager_on_failure:
+                raise
+            return failures.run_again(self, err, args, kwargs)
+        if e.replay is not None:
+            out = e.replay(out, self._module, args, kwargs)
+            if rebase and e.rebase is not None:
+                e.rebase()
+            return out
+        return out if e.spec is None else unflatten(out, e.spec)
 
     def _miss(self, args, kwargs):
         m = self._module
@@ -272,11 +231,11 @@ class JitFunction:
                 self._draws_eagerly = e.what
                 return self._untraceable(e.what, args, kwargs)
             except Exception as e:
-                who = _raised_by_user_code(e)
+                who = failures.raised_by_user_code(e)
                 if who is None:
                     raise
                 random.setstate(drawn)  # the eager call draws what the attempt drew
-                return self._raises_eagerly(e, who, args, kwargs)
+                return failures.raises_eagerly(self, e, who, args, kwargs)
             entry = TraceEntry(traced)
             entry._stats = self.stats
             self._entries = (entry, *self._entries)
@@ -289,10 +248,7 @@ class JitFunction:
             )
         if entry.split is not None:
             return continuation.run(self, entry, r, m, args, kwargs, fresh=True)
-        out = entry.run(*r)
-        if entry.replay is not None:
-            return entry.replay(out, m, args, kwargs)
-        return out if entry.spec is None else unflatten(out, entry.spec)
+        return self._run(entry, r, args, kwargs, rebase=False)
 
     def _note_recompile(self, reasons: list, notes: list) -> None:
         """Record (and log) why a call that no entry accepts traces again:
@@ -387,45 +343,6 @@ class JitFunction:
             self._untraceable_warned = True
             warnings.warn(msg, TraceTimeSideEffectWarning, stacklevel=user_stacklevel())
         return self._fn(*args, **kwargs)
-
-    def _raises_eagerly(self, e: Exception, who: str, args, kwargs):
-        """The user's code raised while traced (``raise ValueError`` after an in-place
-        update, a counter incremented, a list appended), or a torch call it made
-        raised (``who == "op"``): the attempt's effects are undone, so the call runs
-        eagerly, making them and raising as eager does."""
-        self.stats.eager_calls += 1
-        log.info(
-            "symshape: %s raised %s while traced; the call runs eagerly so that what it "
-            "changed before raising is changed, as without symshape",
-            self.__name__,
-            type(e).__name__,
-            extra={"symshape_log": "recompiles"},
-        )
-        what = type(e).__name__
-        if who == "op":
-            where = _raise_site(e)
-            del e
-            out = self._fn(*args, **kwargs)
-            warnings.warn(  # reached only when eager did not raise
-                f"symshape bug: symshape's handling of a torch call ({where}) raised {what} "
-                f"while tracing {self.__name__}, where eager does not raise; this call ran "
-                "eagerly. Please report it with the call's arguments.",
-                RuntimeWarning,
-                stacklevel=user_stacklevel(),
-            )
-            return out
-        del e  # its traceback holds the attempt's frames and their traced values
-        out = self._fn(*args, **kwargs)
-        warnings.warn(  # reached only when eager did not raise
-            f"{self.__name__} raised {what} while symshape traced it, but not when run "
-            "eagerly: it decides on something tracing changes (an isinstance of a symbolic "
-            "size, torch.compiler.is_compiling()); this call ran eagerly, and each call "
-            "that raises so does. Fix: decide on values symshape traces the same way, or "
-            "leave this function out of symshape.jit.",
-            RuntimeWarning,
-            stacklevel=user_stacklevel(),
-        )
-        return out
 
     def _changes_modules(self, what: str, args, kwargs):
         self.stats.module_changes += 1

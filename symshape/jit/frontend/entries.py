@@ -11,6 +11,7 @@ import torch
 
 from symshape.ir.codegen import Lazy
 from symshape.jit.frontend.draws import keeping_random, not_drawing
+from symshape.jit.frontend.failures import eager_on_failure
 from symshape.jit.frontend.tracer import Traced
 
 # Tests set this: the first call also runs its prologue and compares (TraceEntry.first_inputs)
@@ -74,6 +75,10 @@ class TraceEntry:
         self.spec = traced.out_spec
         # writes into the caller's objects and modules, made after each call (writes.py)
         self.replay = traced.replay
+        # a failed runtime assert runs the call again eagerly (failures.py)
+        self.eager_on_failure = traced.split is None and eager_on_failure(
+            traced.computation, traced.replay
+        )
         # a trace that reads tensor data: its segments (segments.Path); root: traced
         # for a call no entry accepted (not for a new value at a read)
         self.split = traced.split

@@ -21,11 +21,13 @@ call alone, not kept.
 from __future__ import annotations
 
 import logging
+import random
 import warnings
 
 import torch
 
 from symshape.jit.boundary.outputs import unflatten
+from symshape.jit.frontend import failures
 from symshape.trace.aliasing import updated_before
 from symshape.trace.errors import TracingError, unsupported_form
 from symshape.trace.reads import EagerResult, key, show
@@ -57,7 +59,13 @@ def run(jf, entry, inputs: tuple, m, args: tuple, kwargs: dict, fresh: bool = Fa
         while True:
             path = entry.split
             seg = path.segments[j]
-            res = seg.run(*inputs, *[frame[n] for n in seg.frame_in])
+            try:
+                res = seg.run(*inputs, *[frame[n] for n in seg.frame_in])
+            except failures.CHECKS as e:  # eager's writes and exits on the way out
+                if not _again_on_failure(entry, path, j):
+                    raise
+                del frame
+                return failures.run_again(jf, e, args, kwargs)
             if seg.read is None:
                 return _finish(entry, seg, res, m, args, kwargs, fresh)
             if seg.spec is not None:
@@ -83,7 +91,11 @@ def run(jf, entry, inputs: tuple, m, args: tuple, kwargs: dict, fresh: bool = Fa
                 j, frame = back
                 continue
             frame = {n: v for n, v in frame.items() if n in seg.keep}
-            nxt = _continue(jf, entry, j, value, m, args, kwargs, frame, made, versions)
+            try:
+                nxt = _continue(jf, entry, j, value, m, args, kwargs, frame, made, versions)
+            except _Raised as r:  # the program raises down this path: as eager does
+                del frame
+                return failures.raises_eagerly(jf, r.take(), r.who, args, kwargs)
             if nxt is None:  # past split_limit, nothing changed yet: the call runs eagerly
                 del frame
                 jf.stats.eager_calls += 1
@@ -95,6 +107,32 @@ def run(jf, entry, inputs: tuple, m, args: tuple, kwargs: dict, fresh: bool = Fa
     except BaseException:
         torch._C._set_grad_enabled(grad0)
         raise
+
+
+def _pure(path, j: int) -> bool:
+    """Did segments ``0..j`` change nothing a second run would see (no in-place
+    update, no random draw, no op run eagerly)?"""
+    return not any(s.effects or (s.read and s.read.eager) for s in path.segments[: j + 1])
+
+
+def _again_on_failure(entry, path, j: int) -> bool:
+    """Does a runtime assert failing in segment ``j`` run the call again eagerly, to
+    make the writes and exits eager makes on the way out (failures.py)?"""
+    unwinds = any(a.unwinds for a in path.segments[j].computation.asserts)
+    return (entry.replay is not None or unwinds) and _pure(path, j)
+
+
+class _Raised(Exception):
+    """The program raised while its continuation was traced (``error``, raised by
+    ``who``, failures.raised_by_user_code); what ran before changed nothing."""
+
+    def __init__(self, error: Exception, who: str):
+        self.error, self.who = error, who
+
+    def take(self) -> Exception:
+        """The error, no longer held here (its traceback holds the attempt's values)."""
+        error, self.error = self.error, None
+        return error
 
 
 def _versions(args, kwargs) -> list:
@@ -188,7 +226,7 @@ def _continue(jf, entry, j: int, value, m, args, kwargs, frame, made=(), version
     keep = True
     if len(seen) >= limit or j >= limit * 4:
         # an op that ran eagerly may have changed something too
-        pure = not any(s.effects or (s.read and s.read.eager) for s in path.segments[: j + 1])
+        pure = _pure(path, j)
         if id(read.where) not in jf._split_warned:
             jf._split_warned.add(id(read.where))
             _warn_split_limit(jf, read, j, len(seen), pure)
@@ -255,8 +293,16 @@ def _trace_continuation(
     jf.stats.recompile_reasons.append(reason)
     log.info("symshape: %s: %s", jf.__name__, reason, extra=_RECOMPILES)
     updated = [t for t, v in versions if t._version != v]  # by the part that ran
+    drawn = random.getstate()
     with jf._lock, updated_before(updated):
-        traced = jf._trace(m, args, kwargs, path.values[:j] + (value,))
+        try:
+            traced = jf._trace(m, args, kwargs, path.values[:j] + (value,))
+        except Exception as e:
+            who = failures.raised_by_user_code(e)
+            if who is None or not _pure(path, j):
+                raise
+            random.setstate(drawn)  # the eager call draws what the attempt drew
+            raise _Raised(e, who) from None
         new = type(entry)(traced)
         if len(new.split.segments) <= j + 1 or new.split.segments[j].sig != path.segments[j].sig:
             raise _traced_differently(jf.__name__, read, updated)

@@ -1,0 +1,172 @@
+"""A call whose trace fails a check when it runs: eager, failing at the same
+point, has made the Python writes before the failing line and runs the ``with``
+exits and ``finally`` blocks the error passes through. Such a call runs again
+eagerly (``jit/frontend/failures.py``), making them and raising eager's own
+error; where the part that ran updated an argument in place, it does not, and
+the failure is a ``RuntimeAssertionError``. Each function is traced at one size
+and run at others, passing and failing, against eager on fresh state."""
+
+import contextlib
+
+import pytest
+import torch
+
+import symshape
+
+
+class _State:
+    def __init__(self):
+        self.n, self.log = 0, []
+
+
+def _index_after_write(s):
+    def f(x, i):
+        s.n += 1
+        s.log.append(x.shape[0])
+        return x[i.item()] * 2
+
+    return f
+
+
+def _index_in_finally(s):
+    def f(x, i):
+        try:
+            return x[i.item()] * 2
+        finally:
+            s.n += 1
+
+    return f
+
+
+def _check_in_context_manager(s):
+    @contextlib.contextmanager
+    def logged():
+        s.log.append("enter")
+        try:
+            yield
+        finally:
+            s.log.append("exit")
+
+    def f(x, i):
+        with logged():
+            torch._check(i.item() < x.shape[0], lambda: "i past the end")
+            y = x * i
+        return y
+
+    return f
+
+
+def _raise_on_data_after_write(s):
+    def f(x, i):
+        s.n += 1
+        if i > 3:  # a read: the trace splits here
+            raise ValueError(f"too big: {int(i)}")
+        s.log.append(int(i))
+        return x * i
+
+    return f
+
+
+_CALLS = [(5, 1), (5, 2), (7, 9), (6, 3), (5, 8), (7, 6), (4, 0)]
+
+
+def _outcomes(make, jit: bool):
+    s = _State()
+    f = make(s)
+    g = symshape.jit(f) if jit else f
+    seen = []
+    for n, i in _CALLS:
+        try:
+            seen.append(("ok", g(torch.arange(float(n)), torch.tensor(i)).tolist()))
+        except Exception as e:
+            seen.append((type(e), str(e).splitlines()[0]))
+        seen.append((s.n, list(s.log)))
+    return seen, g
+
+
+@pytest.mark.parametrize(
+    "make",
+    [_index_after_write, _index_in_finally, _check_in_context_manager, _raise_on_data_after_write],
+)
+def test_a_failing_call_makes_the_effects_eager_makes(make):
+    eager = _outcomes(make, jit=False)[0]
+    jitted = _outcomes(make, jit=True)[0]
+    assert jitted == eager  # eager's exact error types and messages, writes and exits
+
+
+def test_a_cached_trace_that_fails_runs_again_eagerly():
+    def run(jit: bool):
+        s = _State()
+
+        def f(x, i):
+            s.last = x.shape[0]  # writes only: no guard, one trace for every size
+            try:
+                return x[i.item()] + 1
+            finally:
+                s.done = x.shape[0] + 1
+
+        g = symshape.jit(f) if jit else f
+        seen = []
+        for n, i in [(5, 1), (7, 2), (6, 9), (8, 3), (4, 4)]:
+            s.last = s.done = None
+            try:
+                seen.append(g(torch.arange(float(n)), torch.tensor(i)).item())
+            except IndexError as e:
+                seen.append(type(e))
+            seen.append((s.last, s.done))
+        return seen, g
+
+    eager, _ = run(False)
+    jitted, g = run(True)
+    assert jitted == eager
+    assert (g.stats.compiles, g.stats.eager_calls) == (2, 2)  # the failing calls ran again
+
+
+def test_a_module_that_counts_its_calls_counts_a_failing_one():
+    class Gather(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+
+        def forward(self, x, i):
+            self.calls += 1
+            return x[i.item()]
+
+    m = Gather()
+    jm = symshape.jit(Gather())
+    for n, i in [(4, 1), (6, 2), (5, 9), (3, 0)]:
+        args = (torch.randn(n), torch.tensor(i))
+        for mod in (m, jm):
+            with contextlib.suppress(IndexError):
+                mod(*args)
+        assert jm.calls == m.calls
+    assert m.calls == 4
+
+
+def test_a_call_that_updated_an_argument_is_not_run_again():
+    """Running it again would update the argument twice: the failure is the trace's."""
+    s = _State()
+
+    def f(x, i):
+        s.n += 1
+        x.add_(1)
+        return x[i.item()]
+
+    jf = symshape.jit(f)
+    x = torch.zeros(4)
+    jf(x, torch.tensor(1))
+    with pytest.raises(IndexError) as e:
+        jf(x, torch.tensor(9))
+    assert isinstance(e.value, symshape.RuntimeAssertionError)
+    assert x.tolist() == [2.0] * 4  # updated once per call, as in eager
+
+
+def test_a_failure_without_effects_stays_a_runtime_assertion_error():
+    def f(x, i):
+        return x[i.item()] * 2
+
+    jf = symshape.jit(f)
+    jf(torch.arange(5.0), torch.tensor(1))
+    with pytest.raises(symshape.RuntimeAssertionError, match="out of bounds"):
+        jf(torch.arange(6.0), torch.tensor(8))
+    assert jf.stats.eager_calls == 0
