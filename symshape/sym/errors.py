@@ -3,6 +3,30 @@ where, and how to fix it."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
+
+_MADE = threading.local()  # .found: the refusals made while a trace runs (refusals_made)
+
+
+@contextlib.contextmanager
+def refusals_made():
+    """Collect the refusals (``DataDependentError``, ``TracingError``) made inside:
+    one that the program caught (``except Exception:`` around a read under
+    ``fullgraph``) is still a refusal of the trace, raised when the call returns."""
+    outer = getattr(_MADE, "found", None)
+    _MADE.found = found = []
+    try:
+        yield found
+    finally:
+        _MADE.found = outer
+
+
+def note_refusal(e: BaseException) -> None:
+    found = getattr(_MADE, "found", None)
+    if found is not None:
+        found.append(e)
+
 
 class SymbolicError(Exception):
     """Base class of symshape's symbolic-reasoning errors."""
@@ -17,6 +41,7 @@ class DataDependentError(SymbolicError):
         super().__init__(message)
         self.expr = expr
         self.location = location
+        note_refusal(self)
 
 
 class CheckError(SymbolicError):

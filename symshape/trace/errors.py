@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import NoReturn
 
+from symshape.sym.errors import note_refusal
+
 
 class RunsEagerly(BaseException):  # a control-flow signal, as ChangesModules
     """The traced code does something no trace can repeat on later calls: the
@@ -21,6 +23,10 @@ class RunsEagerly(BaseException):  # a control-flow signal, as ChangesModules
 
 class TracingError(RuntimeError):
     """Something in the traced program cannot be represented in a trace."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        note_refusal(self)  # a refusal even where the program catches it
 
 
 def cannot_trace(ctx, what: str, fix: str) -> NoReturn:

@@ -72,7 +72,8 @@ from symshape.jit.guards.state import (
 from symshape.jit.splits import segments
 from symshape.ops import grad_mode, lookup
 from symshape.sym import expr as E
-from symshape.sym.errors import SymbolicError
+from symshape.sym.errors import SymbolicError, refusals_made
+from symshape.sym.source import PACKAGE_DIR
 from symshape.trace import autocast, subclasses
 from symshape.trace.compiling import compiling
 from symshape.trace.construction import ChangesModules
@@ -448,13 +449,28 @@ def _raising_values(call, ctx, b: Builder, args, kwargs):
     read of data): an input's value, or any other's read at a split of the trace
     (the continuation raises it again, with the value). In a trace that has not
     split, the call runs eagerly instead (api.py), which raises eager's exception.
-    A transparent frame: who raised is told past it (api._raised_by_user_code)."""
-    try:
-        return call(*args, **kwargs)
-    except Exception as e:
-        if ctx.split is not None and ctx.split.known:
-            e.args = tuple(_raised_value(ctx, b, a) for a in e.args)
-        raise
+    A transparent frame: who raised is told past it (failures.raised_by_user_code)."""
+    with refusals_made() as made:
+        try:
+            result = call(*args, **kwargs)
+        except Exception as e:
+            if ctx.split is not None and ctx.split.known:
+                e.args = tuple(_raised_value(ctx, b, a) for a in e.args)
+            raise
+    caught = _caught(made)
+    if caught is not None:  # the program's except met symshape's refusal: still one
+        raise caught
+    return result
+
+
+def _caught(refusals: list) -> BaseException | None:
+    """The first of ``refusals`` that code other than symshape's caught (an
+    exception's traceback starts at the frame that caught it)."""
+    for e in refusals:
+        tb = e.__traceback__
+        if tb is not None and not tb.tb_frame.f_code.co_filename.startswith(PACKAGE_DIR):
+            return e
+    return None
 
 
 transparent(_raising_values.__code__)
