@@ -20,6 +20,7 @@ proxies for the tracing thread only (``SlotView``).
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
+from symshape.sym.source import is_user_file
 from symshape.trace.construction import ChangesModules, setting_submodule
 from symshape.trace.errors import TracingError
 from symshape.trace.proxy import TensorProxy
@@ -63,7 +65,10 @@ def _watched(cls: type) -> type:
             _absent(self, name)
             raise
         rec = getattr(_recorders, "current", None)
-        if rec is not None and not name.startswith("__"):
+        if rec is not None and name == "__dict__":  # the program's `"foo" in self.__dict__`
+            if is_user_file(sys._getframe(1).f_code.co_filename):  # (not nn.Module's own)
+                rec(self, name, value)
+        elif rec is not None and not name.startswith("__"):
             d = object.__getattribute__(self, "__dict__")
             if name in d:
                 if d[name] is value:

@@ -266,3 +266,30 @@ def test_an_argument_updated_in_place_before_a_split(fn):
             got.append((out, rg, x, torch.autograd.grad(out.sum(), y)))
         assert_same(got[1], got[0])
     assert jf.stats.splits > 0 and jf.stats.eager_calls == 0
+
+
+class _Bag:
+    pass
+
+
+def _pop_and_put_back(obj, x):
+    d = obj.__dict__
+    v = d.pop("y")
+    d["y"] = v + 1
+    d[1] = "int_key"
+    return x * d["y"], list(d)
+
+
+def test_an_attribute_taken_out_and_put_back_keeps_eagers_order():
+    """`obj.__dict__.pop("y")` then `obj.__dict__["y"] = ...`: y moves to the end
+    in eager; the replayed writes move it too."""
+    jf = symshape.jit(_pop_and_put_back)
+    for k, n in enumerate((3, 3, 4, 5)):
+        objs = []
+        for _ in range(2):
+            o = _Bag()
+            o.x, o.y, o.z = 1, 2 + k, 3
+            objs.append(o)
+        x = torch.randn(n)
+        assert_same(jf(objs[0], x), _pop_and_put_back(objs[1], x))
+        assert list(vars(objs[0]).items()) == list(vars(objs[1]).items())

@@ -4,8 +4,10 @@ calls; every call must return eager's result (a guard traces again where the
 state changed)."""
 
 import os
+import types
 
 import numpy as np
+import pytest
 import torch
 from harness import assert_same
 
@@ -124,3 +126,112 @@ def test_environment_variables_read_by_torch_for_the_program_are_guarded():
         else:
             os.environ["TORCH_HOME"] = old
     assert any("TORCH_HOME" in r for r in jf.stats.recompile_reasons)
+
+
+_TABLE = {"a": 2, "c": 5}
+_VIEW = types.MappingProxyType(_TABLE)
+
+
+class _AttrDict(dict):
+    pass
+
+
+_CONFIG = _AttrDict(w=2)
+_CONFIG.scale = 4
+
+
+def test_a_mappingproxy_shows_its_mapping_as_it_is_now():
+    """A global mappingproxy, and one passed in: the mapping it shows is guarded
+    (dynamo's test_mapping_proxy_existing*)."""
+
+    def global_view(x):
+        return torch.sin(x * _VIEW["c"]) + len(_VIEW)
+
+    def passed_view(x, mp):
+        y = x * mp["a"]
+        for v in mp.values():
+            y = y + v
+        return y * 2 if isinstance(mp, types.MappingProxyType) else y
+
+    jg, jp = symshape.jit(global_view), symshape.jit(passed_view)
+    mine = {"a": 1.0, "b": 2.0}
+    view = types.MappingProxyType(mine)
+    try:
+        for change in (None, ("c", 7), ("d", 1), ("a", 3)):
+            if change is not None:
+                _TABLE[change[0]] = change[1]
+                mine[change[0]] = change[1]
+            for n in (3, 4):
+                x = torch.randn(n)
+                assert_same(jg(x), global_view(x))
+                assert_same(jp(x, view), passed_view(x, view))
+        assert_same(jp(x, dict(mine)), passed_view(x, dict(mine)))  # a dict: traced again
+    finally:
+        _TABLE.clear()
+        _TABLE.update(a=2, c=5)
+
+
+def test_the_attributes_of_a_global_dict_subclass_are_guarded():
+    """dynamo's test_dict_subclass_methods_fallback_readonly: `sd.attr = 2`."""
+
+    def fn(x):
+        for _, v in _CONFIG.items():
+            x = x * v
+        return x * _CONFIG.scale
+
+    jf = symshape.jit(fn)
+    try:
+        for scale, w in ((4, 2), (2, 2), (2, 3), (5, 3)):
+            _CONFIG.scale, _CONFIG["w"] = scale, w
+            x = torch.randn(3)
+            assert_same(jf(x), fn(x))
+        del _CONFIG.scale
+        with pytest.raises(AttributeError):
+            fn(torch.ones(2))
+        with pytest.raises(AttributeError):
+            jf(torch.ones(2))
+    finally:
+        _CONFIG.scale, _CONFIG["w"] = 4, 2
+
+
+class _HasFoo(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.foo, self.bar, self.baz = 1, 2, 3
+
+    def forward(self, x):
+        if "foo" in self.__dict__:
+            return x * self.bar
+        return x * self.baz
+
+
+def test_a_modules_instance_dict_read_whole_is_guarded():
+    """dynamo's test_contains_module_dunder_dict: `del m.foo` after the trace."""
+    m = _HasFoo()
+    jm = symshape.jit(m)
+    for step in range(4):
+        if step == 1:
+            m.bar = 5
+        if step == 2:
+            del m.foo
+        x = torch.randn(step + 2)
+        assert_same(jm(x), m(x))
+    assert any("self.foo changed from 1 to nothing" in r for r in jm.stats.recompile_reasons)
+
+
+class _WritesItsDict(torch.nn.Module):
+    def forward(self, x):
+        self.__dict__["a"] = 10
+        return x * self.a + self.__dict__["a"]
+
+
+def test_a_write_into_a_modules_instance_dict_is_replayed():
+    """dynamo's test_update_module_dunder_dict, with the caller resetting `a`."""
+    m, ref = _WritesItsDict(), _WritesItsDict()
+    jm = symshape.jit(m)
+    for n in (3, 3, 5, 4):
+        x = torch.randn(n)
+        assert_same(jm(x), ref(x))
+        assert m.a == ref.a == 10
+        m.a = ref.a = 1
+    assert jm.stats.cache_hits >= 1  # the write replayed by a trace reused

@@ -7,6 +7,7 @@ callables are called after the call, as a program would."""
 from __future__ import annotations
 
 import argparse
+import collections
 import types
 import warnings
 
@@ -86,3 +87,42 @@ def test_library_objects_the_call_makes_are_made_per_call():
         assert all(g is not s for g in got[1:4] for s in seen)
         got[3].k.append(2)  # the caller's change is its own
         seen += got[1:4]
+
+
+def _views(x):
+    d = {"a": 2, "b": "2", "c": x * 3}
+    od = collections.OrderedDict(s=x.shape[0], t=x + 1)
+    return d.items(), d.keys(), d.values(), types.MappingProxyType(d), od.items(), od.values()
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and torch.equal(a, b)
+    if isinstance(a, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
+    return a == b
+
+
+def _as_lists(r):
+    return [list(v.items()) if isinstance(v, types.MappingProxyType) else list(v) for v in r]
+
+
+def test_returned_views_of_a_mapping_the_call_made():
+    """dict views and a mappingproxy come back over this call's mapping, as
+    eager's do (they had held the tracing call's placeholders)."""
+    jf = symshape.jit(_views)
+    for n in (3, 5, 4):
+        x = torch.randn(n)
+        got, want = jf(x), _views(x)
+        assert [type(v) for v in got] == [type(v) for v in want]
+        assert _same(_as_lists(got), _as_lists(want))
+        assert got[3]["c"] is dict(got[0])["c"]  # one mapping behind both
+
+
+def test_a_returned_mappingproxy_of_an_argument_views_the_argument():
+    jf = symshape.jit(lambda d, x: (types.MappingProxyType(d), x + d["k"]))
+    d = {"k": 1.0}
+    for n in (2, 3):
+        mp, _ = jf(d, torch.ones(n))
+        d["new"] = n
+        assert mp["new"] == n  # a live view of the caller's dict, as in eager

@@ -10,6 +10,7 @@ were returned (constants of the trace).
 
 from __future__ import annotations
 
+import collections
 import collections.abc
 import types
 import weakref
@@ -17,6 +18,7 @@ import weakref
 import torch
 import torch.utils._pytree as pytree
 
+from symshape.jit.guards.state import viewed
 from symshape.trace.errors import RunsEagerly
 from symshape.trace.generator import DefaultGeneratorProxy, GeneratorProxy
 from symshape.trace.numpy_arrays import is_array, to_numpy
@@ -26,6 +28,18 @@ from symshape.trace.symvalues import plain
 
 _TRACED = (TensorProxy, GeneratorProxy, torch.SymInt, torch.SymFloat, torch.SymBool)
 _SCALARS = (type(None), bool, int, float, str, torch.dtype, torch.device)
+
+
+# the views of a mapping: what builds each from the mapping (None: a mappingproxy)
+_VIEWS = {types.MappingProxyType: None} | {
+    type(getattr(d, k)()): k
+    for d in ({}, collections.OrderedDict())
+    for k in ("keys", "values", "items")
+}
+
+
+def _view(kind: str | None, mapping):
+    return types.MappingProxyType(mapping) if kind is None else getattr(mapping, kind)()
 
 
 def holds_traced(x, depth: int = 0, seen: set | None = None) -> bool:
@@ -42,6 +56,8 @@ def holds_traced(x, depth: int = 0, seen: set | None = None) -> bool:
     seen.add(id(x))
     if isinstance(x, (tuple, list)):
         return any(holds_traced(y, depth + 1, seen) for y in x)
+    if type(x) in _VIEWS:
+        return holds_traced(viewed(x), depth + 1, seen)
     if isinstance(x, dict):
         return any(holds_traced(y, depth + 1, seen) for y in x.values())
     if type(x) is types.FunctionType and x.__closure__:  # a closure a closure calls
@@ -77,6 +93,8 @@ def flatten(
             return _lazy(x, t, walk)
         if t is DefaultGeneratorProxy:  # what the code named is the real global generator
             return ("const", torch._C.default_generator)
+        if t in _VIEWS:  # a mappingproxy, keys(), values(), items(): of this call's mapping
+            return ("call", _view, [("const", _VIEWS[t]), walk(viewed(x))])
         if t is slice or t is range:  # their ints may be sizes: this call's, not the traced one's
             if not any(isinstance(v, _TRACED) for v in (x.start, x.stop, x.step)):
                 return ("const", x)

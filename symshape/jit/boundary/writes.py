@@ -109,9 +109,17 @@ def restore(c, state: tuple) -> None:
 
 
 def attr_changes(a: dict | None, b: dict | None) -> list:
+    """The writes that make attributes ``a`` into ``b``, in ``b``'s order: where
+    the call took keys out and put them back (``d.pop("y"); d["y"] = v``), those
+    from the first one out of place on are deleted and set again."""
     a, b = a or {}, b or {}
-    out = [("attr", k, v) for k, v in b.items() if a.get(k, _MISSING) is not v]
-    return out + [("delattr", k, None) for k in a if k not in b]
+    order = [k for k in a if k in b] + [k for k in b if k not in a]  # what sets give
+    keys = list(b)
+    i = next((i for i, (k, j) in enumerate(zip(keys, order)) if k != j), len(keys))
+    moved = keys[i:]
+    out = [("attr", k, v) for k, v in b.items() if a.get(k, _MISSING) is not v and k not in moved]
+    out += [("delattr", k, None) for k in a if k not in b or k in moved]
+    return out + [("attr", k, b[k]) for k in moved]
 
 
 def changes(c, before: tuple) -> list:

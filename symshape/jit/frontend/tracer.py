@@ -249,6 +249,12 @@ class _Watch:
     def record(self, mod, attr, value) -> None:
         if attr == "_modules":  # the code looks at its submodules (children(), iteration)
             self.modules_read.add(id(mod))
+        if attr == "__dict__":  # read whole: each entry guarded (a deleted one reads as
+            for k, v in list(value.items()):  # missing), and what the code writes into
+                self.record(mod, k, v)  # it (`self.__dict__["a"] = 10`) replayed
+            if all(value is not o for o, _ in self.read_states):
+                self.read_states.append((value, shallow(value)))
+            return
         if (id(mod), attr) in self.writes or attr in SKIPPED:
             return  # the trace's own value, written every call; or a slot
         self.reads.append((mod, attr, value))

@@ -109,7 +109,7 @@ class GlobalsGuard:
             for v in {id(v): v for v in values + [v for _, v in held]}.values()
             if is_plain_object(v)
             or isinstance(v, (list, dict, collections.deque))
-            or type(v) is set
+            or type(v) in (set, types.MappingProxyType)
         ]
 
     def __bool__(self) -> bool:

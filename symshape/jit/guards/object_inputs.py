@@ -10,12 +10,13 @@ writes are replayed (writes.py). ``_pytree`` flattens torch.utils._pytree nodes
 from __future__ import annotations
 
 import functools
+import types
 import weakref
 
 import torch
 from torch import nn
 
-from symshape.jit.guards.state import _instance_dict, _slots, is_plain_object
+from symshape.jit.guards.state import _instance_dict, _slots, is_plain_object, viewed
 
 
 class ObjectInputs:
@@ -132,6 +133,23 @@ class ObjectInputs:
         target = value()
         seen = self.walk(target, f"{loc}()", f"{label}()", out, path=f"{path}()")
         return value if seen is target else weakref.ref(seen)
+
+    def _mapping_proxy(self, value, src: str, label: str, out: list, path: str):
+        """A ``types.MappingProxyType``: the mapping it shows is walked as a dict
+        argument is (keys checked, values walked), so a change made through the
+        mapping's other names is seen; the traced code gets the proxy itself."""
+        loc = self.local(f"_{label}")
+        out.append(f"{loc} = {src}")
+        self.fail(
+            f"type({loc}) is not {self.const(types.MappingProxyType, '_T')}",
+            f"{label} is a mappingproxy",
+            f"type({loc}).__name__",
+            into=out,
+        )
+        shown = self.const(viewed, "_viewed")
+        target = viewed(value)
+        seen = self.walk(target, f"{shown}({loc})", f"{label}.mapping", out, f"{shown}({path})")
+        return value if seen is target else types.MappingProxyType(seen)
 
     def _pytree(self, value, node, src: str, label: str, out, path: str):
         """A torch.utils._pytree node (transformers' ModelOutput): guarded by

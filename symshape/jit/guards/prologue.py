@@ -25,6 +25,7 @@ import collections
 import functools
 import math
 import re
+import types
 import weakref
 from dataclasses import dataclass, field
 
@@ -276,6 +277,8 @@ class Builder(ObjectInputs, ModuleInputs):
             return self._partial(value, src, label, out, path)
         if t is weakref.ref:
             return self._weakref(value, src, label, out, path)
+        if t is types.MappingProxyType:
+            return self._mapping_proxy(value, src, label, out, path)
         if _numpy_scalar(value):  # np.int64(3): a constant compared by type and bits
             self.fail(
                 f"type({src}) is not {self.const(t)} or {src}.tobytes() != {value.tobytes()!r}",

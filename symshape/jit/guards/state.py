@@ -127,10 +127,21 @@ class Seq:
 
 @dataclass(slots=True)
 class Map:
-    """A dict: its type, keys in order, values."""
+    """A dict or a mappingproxy: its type, keys in order, values (and a dict
+    subclass's own attributes)."""
 
     type: type
     items: dict
+    attrs: dict | None = None
+
+
+def viewed(view):
+    """The mapping a dict view or a mappingproxy shows (what it alone refers to)."""
+    return gc.get_referents(view)[0]
+
+
+def _mapping(v):
+    return viewed(v) if type(v) is types.MappingProxyType else v
 
 
 @dataclass(slots=True)
@@ -234,9 +245,12 @@ def snapshot(v, budget: _Budget | None = None, holes=frozenset()):
             s.scalars = _scalars(s.items)
         b.seen.discard(id(v))
         return s
-    if isinstance(v, dict):
+    if isinstance(v, dict) or t is types.MappingProxyType:
         b.seen.add(id(v))
         s = Map(t, {k: _child(v, k, x, b) for k, x in list(v.items())})
+        d = None if t is dict else _instance_dict(v)  # `sd.attr = 4` on a dict subclass
+        if d is not None:
+            s.attrs = {k: _child(v, k, x, b) for k, x in list(d.items())}
         b.seen.discard(id(v))
         return s
     if t in (set, frozenset):  # compared as `==` compares sets: hashes, then `is`/`==`
@@ -292,20 +306,41 @@ def diff(s, v, label: str) -> str | None:
                 return r
         return None
     if type(s) is Map:
-        keys = list(v)
-        if len(keys) != len(s.items) or not all(map(same_key, keys, s.items)):
-            was, now = ", ".join(map(_short, s.items)), ", ".join(map(_short, v))
-            return f"the keys of {label} changed from [{was}] to [{now}]"
-        for k, a in s.items.items():
-            r = diff(a, dict.__getitem__(v, k), f"{label}[{k!r}]")
-            if r is not None:
-                return r
-        return None
+        return _map_diff(s, v, label)
     d = getattr(v, "__dict__", None)
     now = dict(d) if d is not None else {}
     for n in _slots(s.type):
         now[n] = getattr(v, n, _MISSING)
-    added = [k for k in now if k not in s.attrs]
+    r = _attrs_diff(s.attrs, now, label)
+    if r is not None:
+        return r
+    for c in s.classes:
+        r = c.why()
+        if r is not None:
+            return r
+    if s.items is not None:
+        return diff(s.items, s.items.type(v), label)
+    return None
+
+
+def _map_diff(s: Map, v, label: str) -> str | None:
+    m = _mapping(v)
+    keys = list(m)
+    if len(keys) != len(s.items) or not all(map(same_key, keys, s.items)):
+        was, now = ", ".join(map(_short, s.items)), ", ".join(map(_short, m))
+        return f"the keys of {label} changed from [{was}] to [{now}]"
+    for k, a in s.items.items():
+        r = diff(a, dict.__getitem__(m, k), f"{label}[{k!r}]")
+        if r is not None:
+            return r
+    if s.attrs is not None:
+        return _attrs_diff(s.attrs, dict(_instance_dict(v) or {}), label)
+    return None
+
+
+def _attrs_diff(attrs: dict, now: dict, label: str) -> str | None:
+    """What changed from the snapshots ``attrs`` to an object's attributes ``now``."""
+    added = [k for k in now if k not in attrs]
     if added:  # every attribute, in the object's words
         what = "an attribute" if len(added) == 1 else "attributes"
         return (
@@ -313,19 +348,13 @@ def diff(s, v, label: str) -> str | None:
             "the trace: by the caller, or by a call that filled it, as a KV cache's first "
             "call does): traced for its new state"
         )
-    gone = [k for k in s.attrs if k not in now]
+    gone = [k for k in attrs if k not in now]
     if gone:
         return f"{label} lost {'attribute' if len(gone) == 1 else 'attributes'} {', '.join(gone)}"
-    for k, a in s.attrs.items():
+    for k, a in attrs.items():
         r = diff(a, now[k], f"{label}.{k}")
         if r is not None:
             return r
-    for c in s.classes:
-        r = c.why()
-        if r is not None:
-            return r
-    if s.items is not None:
-        return diff(s.items, s.items.type(v), label)
     return None
 
 
@@ -347,9 +376,15 @@ def flat(s, v, dicts: list, lists: list) -> None:
             x = d.get(k, _MISSING) if d is not None and k in d else getattr(v, k, _MISSING)
             flat(a, x, dicts, lists)
     elif t is Map:
-        dicts.append(v)
+        m = _mapping(v)
+        dicts.append(m)
         for k, a in s.items.items():
-            flat(a, dict.__getitem__(v, k), dicts, lists)
+            flat(a, dict.__getitem__(m, k), dicts, lists)
+        d = _instance_dict(v) if s.attrs is not None else None
+        if d is not None:
+            dicts.append(d)
+            for k, a in s.attrs.items():
+                flat(a, d.get(k, _MISSING), dicts, lists)
     elif t is Seq:
         if s.type is list or s.type is collections.deque:  # mutable: compared whole
             lists.append((s, v))
@@ -405,8 +440,12 @@ def refresh(s, v) -> None:
     """After a slow-path match: the class dicts' versions are the accepted ones."""
     t = type(s)
     if t is Map:
+        m, d = _mapping(v), _instance_dict(v) if s.attrs is not None else None
         for k, a in s.items.items():
-            refresh(a, dict.__getitem__(v, k))
+            refresh(a, dict.__getitem__(m, k))
+        for k, a in (s.attrs or {}).items():
+            if d is not None and k in d:
+                refresh(a, d[k])
     elif t is Seq:
         for a, x in zip(s.items, v):
             refresh(a, x)
@@ -459,7 +498,7 @@ def holds(s, pred) -> bool:
     if t is Seq:
         return any(holds(a, pred) for a in s.items)
     if t is Map:
-        return any(holds(a, pred) for a in s.items.values())
+        return any(holds(a, pred) for a in [*s.items.values(), *(s.attrs or {}).values()])
     return any(holds(a, pred) for a in s.attrs.values())
 
 
@@ -470,6 +509,8 @@ def _changed(label: str, old, new) -> str:
 def _short(v) -> str:
     if v is _FREED:
         return "an object since freed"
+    if v is _MISSING:
+        return "nothing (not set)"
     if isinstance(v, _SCALAR) or type(v) in (set, frozenset):
         r = repr(v)
     elif isinstance(v, torch.Tensor):
