@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from symshape.jit.guards.state import hook_dicts
+from symshape.jit.guards.module_state import hook_dicts
 from symshape.trace.errors import cannot_trace
 
 

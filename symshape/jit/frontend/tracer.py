@@ -49,6 +49,7 @@ from symshape.jit.frontend.differentiate import (
     with_backward,
 )
 from symshape.jit.frontend.draws import Draws, DrawsEagerly, first_source
+from symshape.jit.frontend.raising import raising_values
 from symshape.jit.guards.globals_guard import (
     GlobalsGuard,
     GlobalWrites,
@@ -57,9 +58,9 @@ from symshape.jit.guards.globals_guard import (
     hook_functions,
     users_function,
 )
+from symshape.jit.guards.module_state import SKIPPED
 from symshape.jit.guards.prologue import Builder, Prologue
 from symshape.jit.guards.state import (
-    SKIPPED,
     ObjectGuard,
     default_device_guard,
     global_state_change,
@@ -72,14 +73,12 @@ from symshape.jit.guards.state import (
 from symshape.jit.splits import segments
 from symshape.ops import grad_mode, lookup
 from symshape.sym import expr as E
-from symshape.sym.errors import SymbolicError, refusals_made
-from symshape.sym.source import PACKAGE_DIR
+from symshape.sym.errors import SymbolicError
 from symshape.trace import autocast, subclasses
 from symshape.trace.compiling import compiling
 from symshape.trace.construction import ChangesModules
 from symshape.trace.context import TraceContext
 from symshape.trace.errors import RunsEagerly, TracingError
-from symshape.trace.frame_state import transparent
 from symshape.trace.mode import TracingMode, inputs_identified
 from symshape.trace.module_fixes import module_fixes
 from symshape.trace.modules import proxied, watch
@@ -408,7 +407,7 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
             tracked = (w.writes, slot_writes, swapped, global_writes, w.read_states)
             ctx.split.boundary, ctx.split.roots = sys._getframe(), _tracked(*tracked)
         try:
-            result = _raising_values(call, ctx, b, pargs, pkw)
+            result = raising_values(call, ctx, b, pargs, pkw)
         except TypeError as e:
             if _BOOL_ONLY not in str(e):
                 raise
@@ -447,55 +446,6 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
         if gg:
             gg.settle()
     return ran
-
-
-def _raising_values(call, ctx, b: Builder, args, kwargs):
-    """``call(*args, **kwargs)``, whose exceptions carry the call's own tensors
-    where the program put traced ones in them (``assert x[0] == 2, x``, after a
-    read of data): an input's value, or any other's read at a split of the trace
-    (the continuation raises it again, with the value). In a trace that has not
-    split, the call runs eagerly instead (api.py), which raises eager's exception.
-    A transparent frame: who raised is told past it (failures.raised_by_user_code)."""
-    with refusals_made() as made:
-        try:
-            result = call(*args, **kwargs)
-        except Exception as e:
-            if ctx.split is not None and ctx.split.known:
-                e.args = tuple(_raised_value(ctx, b, a) for a in e.args)
-            raise
-    caught = _caught(made)
-    if caught is not None:  # the program's except met symshape's refusal: still one
-        raise caught
-    return result
-
-
-def _caught(refusals: list) -> BaseException | None:
-    """The first of ``refusals`` that code other than symshape's caught (an
-    exception's traceback starts at the frame that caught it)."""
-    for e in refusals:
-        tb = e.__traceback__
-        if tb is not None and not tb.tb_frame.f_code.co_filename.startswith(PACKAGE_DIR):
-            return e
-    return None
-
-
-transparent(_raising_values.__code__)
-
-
-def _raised_value(ctx, b: Builder, a):
-    if not isinstance(a, TensorProxy):
-        return a
-    if id(a._ss_var) in b.values:
-        return b.values[id(a._ss_var)]
-    read = ctx.read("value", (a,), _contents, f"`{a._ss_var.name}`, carried by an exception")
-    if read is None:
-        return a
-    with torch._C.DisableTorchFunction():  # a real tensor, not one the trace makes
-        return torch.tensor(read[0], dtype=read[1], device=read[2])
-
-
-def _contents(t: torch.Tensor) -> tuple:
-    return t.tolist(), t.dtype, t.device
 
 
 _VALUES = (int, float, bool, complex, str, bytes, type(None), type, torch.dtype, torch.device)

@@ -15,9 +15,9 @@ from torch import nn
 from torch._C._dynamo.guards import dict_version
 
 from symshape.jit.boundary.writes import held_containers, restore, shallow, small_changes
+from symshape.jit.guards.module_state import HOOK_DICTS
 from symshape.jit.guards.state import (
     _MISSING,
-    HOOK_DICTS,
     ObjectGuard,
     class_guards,
     diff,

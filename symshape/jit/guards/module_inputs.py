@@ -12,16 +12,18 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from symshape.jit.guards.state import (
-    ClassGuard,
+from symshape.jit.guards.module_state import (
     HookGuard,
-    Ident,
     ModuleGuard,
-    ObjectGuard,
     TreeGuard,
     hook_dicts,
-    is_plain_object,
     join_label,
+)
+from symshape.jit.guards.state import (
+    ClassGuard,
+    Ident,
+    ObjectGuard,
+    is_plain_object,
     snapshot,
 )
 from symshape.trace.modules import watched_class
