@@ -123,16 +123,14 @@ _BASENAMES: dict = {}  # filename -> its basename (Location.short)
 
 def handled(frame) -> bool:
     """Would an error raised at ``frame``'s instruction, or at its callers' in the
-    program, meet an ``except`` of the program's? A check made when a trace runs
+    traced program, meet an ``except`` of the program's? A check made when a trace runs
     raises outside them all: such a condition is read while tracing instead (the
     trace splits there), and the handler runs as in eager. ``with`` blocks and
     ``finally`` do not count: they pass the error on."""
-    f = frame
-    while f is not None and is_user_file(f.f_code.co_filename):
-        if any(start <= f.f_lasti < end for start, end in _try_ranges(f.f_code)):
-            return True
-        f = f.f_back
-    return False
+    return any(
+        any(start <= f.f_lasti < end for start, end in _try_ranges(f.f_code))
+        for f in _program_frames(frame)
+    )
 
 
 def unwinds(frame) -> bool:
@@ -140,12 +138,21 @@ def unwinds(frame) -> bool:
     program's on its way out: a ``with`` block's exit, a ``finally``, a handler's
     cleanup? Such code runs in eager whatever the error; a trace whose check fails
     when it runs has not run it (``frontend/failures.py`` runs the call again)."""
+    return any(
+        any(start <= f.f_lasti < end for start, end in _all_ranges(f.f_code))
+        for f in _program_frames(frame)
+    )
+
+
+def _program_frames(frame):
+    """``frame`` and its callers in the program's code, out to the call symshape
+    traces (the first of symshape's frames); torch's and the standard library's
+    frames between them (``nn.Module.__call__``) are passed over."""
     f = frame
-    while f is not None and is_user_file(f.f_code.co_filename):
-        if any(start <= f.f_lasti < end for start, end in _all_ranges(f.f_code)):
-            return True
+    while f is not None and not f.f_code.co_filename.startswith(PACKAGE_DIR):
+        if is_user_file(f.f_code.co_filename):
+            yield f
         f = f.f_back
-    return False
 
 
 @functools.lru_cache(maxsize=4096)

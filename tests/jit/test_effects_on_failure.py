@@ -170,3 +170,45 @@ def test_a_failure_without_effects_stays_a_runtime_assertion_error():
     with pytest.raises(symshape.RuntimeAssertionError, match="out of bounds"):
         jf(torch.arange(6.0), torch.tensor(8))
     assert jf.stats.eager_calls == 0
+
+
+class _Gather(torch.nn.Module):
+    def forward(self, x, i):
+        return x[i.item()]
+
+
+class _Logged(torch.nn.Module):
+    """The check is in the submodule; the finally, or the except, in its caller."""
+
+    def __init__(self, log: list, catch: bool):
+        super().__init__()
+        self.gather, self.log, self.catch = _Gather(), log, catch
+
+    def forward(self, x, i):
+        try:
+            return self.gather(x, i) * 2
+        except IndexError:
+            if not self.catch:
+                raise
+            return x.sum()
+        finally:
+            self.log.append(x.shape[0])
+
+
+@pytest.mark.parametrize("catch", [False, True])
+def test_a_check_in_a_submodule_meets_its_callers_finally_and_except(catch):
+    """The caller's frames past nn.Module.__call__ count: its finally runs on a
+    failing call (the call runs again eagerly), its except catches (read)."""
+    seen = []
+    for jit in (False, True):
+        log: list = []
+        m = _Logged(log, catch)
+        f = symshape.jit(m) if jit else m
+        out = []
+        for n, i in [(4, 1), (5, 2), (5, 9), (6, 3), (3, 7)]:
+            try:
+                out.append(f(torch.arange(float(n)), torch.tensor(i)).item())
+            except IndexError as e:
+                out.append(type(e))
+        seen.append((out, list(log)))
+    assert seen[1] == seen[0]
