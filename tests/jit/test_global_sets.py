@@ -72,3 +72,69 @@ def test_removals_from_a_set_are_replayed():
         want.discard(n)
         assert pending == want
         torch.testing.assert_close(got, torch.full((n,), float(len(want))))
+
+
+def _order(x, st):
+    first = next(iter(st))
+    return x[:first], list(st)
+
+
+def test_a_set_argument_is_guarded_by_the_order_it_iterates_in():
+    """{0, 8} and {8, 0} are equal sets that iterate differently (dynamo's
+    test_sets): a trace that baked one order is not reused for the other."""
+    jf = symshape.jit(_order)
+    x = torch.randn(10)
+    for st in ({0, 8}, {8, 0}, {8, 0}, {0, 8}, frozenset({8, 0})):
+        got, want = jf(x, st), _order(x, st)
+        assert got[1] == want[1] and torch.equal(got[0], want[0])
+
+
+class _Holder:
+    pass
+
+
+def _uses_held_set(x, h):
+    return x * len(h.seen) + (3 in h.seen)
+
+
+def test_a_set_an_argument_holds_is_compared_on_every_call():
+    """`h.seen.add(3)` between calls changes no attribute binding: the set itself
+    is compared (the fast path had let the trace through)."""
+    h = _Holder()
+    h.seen = {1, 2}
+    jf = symshape.jit(_uses_held_set)
+    for step in range(4):
+        if step == 2:
+            h.seen.add(3)
+        x = torch.ones(2)
+        assert torch.equal(jf(x, h), _uses_held_set(x, h))
+
+
+TENSORS_SEEN: set = set()
+
+
+def _first_sight(x):
+    if x in TENSORS_SEEN:
+        return x * 0
+    TENSORS_SEEN.add(x)
+    return x + 1
+
+
+def _in_set(x, s):
+    return x in s, any(t is x for t in s), len(s | {x})
+
+
+def test_sets_of_tensors_run_eagerly_and_are_refused_under_fullgraph():
+    """A set finds tensors by identity (dynamo's test_sets with tensors): the call
+    runs eagerly, warned, as a trace cannot stand for it."""
+    a = torch.ones(2)
+    with pytest.warns(UserWarning, match="set of tensors"):
+        assert symshape.jit(_in_set)(a, {a}) == (True, True, 1)
+    with pytest.raises(symshape.TracingError, match="set of tensors"):
+        symshape.jit(_in_set, fullgraph=True)(a, {a})
+    TENSORS_SEEN.clear()
+    jf = symshape.jit(_first_sight)
+    with pytest.warns(UserWarning, match="set of tensors"):
+        got = [jf(a).tolist() for _ in range(3)]
+    assert got == [[2.0, 2.0], [0.0, 0.0], [0.0, 0.0]]
+    TENSORS_SEEN.clear()

@@ -3,6 +3,7 @@ called through ``symshape.jit`` and in eager with the state changed between
 calls; every call must return eager's result (a guard traces again where the
 state changed)."""
 
+import functools
 import os
 import types
 
@@ -235,3 +236,59 @@ def test_a_write_into_a_modules_instance_dict_is_replayed():
         assert m.a == ref.a == 10
         m.a = ref.a = 1
     assert jm.stats.cache_hits >= 1  # the write replayed by a trace reused
+
+
+_FLAG = 0
+
+
+def _store_flag(x, scale):
+    global _FLAG
+    _FLAG = scale
+    return x + _FLAG
+
+
+def test_a_jit_partial_guards_and_replays_its_functions_globals():
+    """symshape.jit(functools.partial(fn, ...)): fn's globals are fn's, as without
+    the partial (its store had been skipped, on a cache hit)."""
+    global _FLAG
+    jf = symshape.jit(functools.partial(_store_flag, scale=2))
+    for n in (4, 4, 7, 4):
+        _FLAG = 0
+        x = torch.randn(n)
+        assert_same(jf(x), x + 2)
+        assert _FLAG == 2
+
+
+def _delete_flag(x):
+    global _GONE
+    del _GONE
+    return x + 1
+
+
+def _delete_if_there(x):
+    global _GONE
+    y = x + 1
+    try:
+        del _GONE
+    except NameError:
+        y = y + 1
+    return y
+
+
+def test_a_deleted_global_is_guarded_present_or_absent():
+    """`del flag` raises NameError when flag is absent: whether it is there is a
+    read (dynamo's test_global delete tests)."""
+    global _GONE
+    jf = symshape.jit(_delete_flag)
+    _GONE = 1
+    assert_same(jf(torch.ones(3)), torch.ones(3) + 1)
+    assert "_GONE" not in globals()
+    with pytest.raises(NameError, match="_GONE"):
+        jf(torch.ones(3))
+    jg = symshape.jit(_delete_if_there)
+    for present in (False, True, False, True):
+        if present:
+            _GONE = 5
+        got = jg(torch.ones(2))
+        assert "_GONE" not in globals()
+        assert got.tolist() == ([2.0, 2.0] if present else [3.0, 3.0])

@@ -78,7 +78,7 @@ from symshape.trace import autocast, subclasses
 from symshape.trace.compiling import compiling
 from symshape.trace.construction import ChangesModules
 from symshape.trace.context import TraceContext
-from symshape.trace.errors import RunsEagerly, TracingError
+from symshape.trace.errors import RunsEagerly, TracingError, cannot_trace
 from symshape.trace.mode import TracingMode, inputs_identified
 from symshape.trace.module_fixes import module_fixes
 from symshape.trace.modules import proxied, watch
@@ -640,6 +640,8 @@ def _guard_python_state(b: Builder, fn, module, inputs: tuple):
     user's functions passed in (``fn(counter)``, guarded by identity) count too:
     their closure variables and globals are read and written the same way."""
     f = fn.__func__ if isinstance(fn, types.MethodType) else fn  # a method: its function's
+    while isinstance(f, functools.partial):  # jit(partial(fn, scale=2)): fn's
+        f = f.func.__func__ if isinstance(f.func, types.MethodType) else f.func
     fns = [f] if module is None and isinstance(f, types.FunctionType) else []
     # and those held by what is passed in (a @contextmanager's object: its `func`)
     fns += [f for f in map(function_of, inputs) if f is not None and users_function(f)]
@@ -655,6 +657,14 @@ def _guard_python_state(b: Builder, fn, module, inputs: tuple):
     # a library's module (nn.Sequential, GPT2Model) has no forward of the program's, but
     # may hold the program's modules, or be called on its tensor subclass
     gg = GlobalsGuard(*fns, classes=classes) if fns or any(map(user_class, classes)) else None
+    if gg and gg.tensor_sets():
+        name, _ = gg.tensor_sets()[0]
+        cannot_trace(
+            b.ctx,
+            f"{name} is a set of tensors, which a trace cannot stand for (it finds its "
+            "items by identity: `x in seen` of the tensor passed in)",
+            "keep the tensors in a list or a dict keyed by a name or an int",
+        )
     if gg:  # the hooks of the modules it reaches through globals and closures run too
         known = {id(f) for f in fns}
         extra = [f for f in hook_functions([m for _, m in gg.modules()]) if id(f) not in known]

@@ -56,7 +56,8 @@ class GlobalsGuard:
         self.stored: list = []  # (globals dict, names the code assigns or deletes)
         reached = _reached(list(fns) + [m for c in classes for m in _methods(c)])
         for g, names, stored in _scopes(reached):
-            self.scopes.append([g, {n: snapshot(g[n]) for n in sorted(names)}, dict_version(g)])
+            now = {n: snapshot(g.get(n, _MISSING)) for n in sorted(names)}
+            self.scopes.append([g, now, dict_version(g)])
             if stored:
                 self.stored.append((g, stored))
         # the default arguments of every function reached, by identity (a call that
@@ -76,7 +77,7 @@ class GlobalsGuard:
                 self.cells.append((n, c, c.cell_contents, snapshot(c.cell_contents)))
             except ValueError:  # an empty cell (a name assigned later)
                 continue
-        values = [g[n] for g, names, _ in self.scopes for n in names]
+        values = [g[n] for g, names, _ in self.scopes for n in names if n in g]
         values += [v for _, _, v, _ in self.cells]
         # the user's classes read (`A.a`, `super().a` through `__class__`): their dicts
         guards = {}  # and the classes of the arguments (`type(self).count += n`)
@@ -117,11 +118,25 @@ class GlobalsGuard:
         scoped = any(names for _, names, _ in self.scopes) or self.stored
         return bool(self.cells or self.defaults or scoped or self.classes)
 
+    def tensor_sets(self) -> list:
+        """``(name, set)`` for the sets holding tensors among the globals and closure
+        variables it reads."""
+        named = [(n, g[n]) for g, names, _ in self.scopes for n in names if n in g]
+        named += [(n, v) for n, _, v, _ in self.cells]
+        return [
+            (n, v)
+            for n, v in named
+            if type(v) in (set, frozenset) and any(isinstance(i, torch.Tensor) for i in v)
+        ]
+
     def modules(self) -> list:
         """``(name, module)`` for the nn.Modules it reads (globals, closure cells, then
         default arguments: ``lambda x, m=lin: m(x)``)."""
         out = [
-            (n, g[n]) for g, names, _ in self.scopes for n in names if isinstance(g[n], nn.Module)
+            (n, g[n])
+            for g, names, _ in self.scopes
+            for n in names
+            if isinstance(g.get(n), nn.Module)
         ]
         out += [(n, v) for n, _, v, _ in self.cells if isinstance(v, nn.Module)]
         out += [(n, v) for n, v in _default_values(f for f, _, _ in self.defaults)]
@@ -147,7 +162,7 @@ class GlobalsGuard:
             if cell[0] in self.loaded or diff(cell[3], now, cell[0]) is None:
                 kept.append(cell)
         self.cells = kept
-        live = {id(g[n]) for g, names, _ in self.scopes for n in names}
+        live = {id(g.get(n)) for g, names, _ in self.scopes for n in names}
         live |= {id(v) for _, _, v, _ in self.cells}
         live |= self.held
         self.objects = [g for g in self.objects if id(g.value) in live and g(g.value)]
@@ -455,6 +470,7 @@ def _scopes(fns) -> list:
     for f in fns:
         g = f.__globals__
         names = {n for n in _code_names(f.__code__) if n in g}
+        names |= _code_names(f.__code__, _DELETES)  # present or not: `del flag` asks which
         scope = out.setdefault(id(g), (g, set(), set()))
         scope[1].update(names)
         scope[2].update(_code_names(f.__code__, _STORES))
@@ -488,8 +504,12 @@ def users_function(f: types.FunctionType) -> bool:
 
 _LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
 # a name read (a global or a closure variable), which a write after it does not unguard
-_DEREF_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF"})
+# what reads a name's value, or its presence (`del flag` raises NameError without it)
+_DEREF_LOADS = frozenset(
+    {"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF", "DELETE_GLOBAL", "DELETE_DEREF"}
+)
 _STORES = frozenset({"STORE_GLOBAL", "DELETE_GLOBAL"})
+_DELETES = frozenset({"DELETE_GLOBAL"})
 _ATTR_LOADS = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
 _ATTR_STORES = frozenset({"STORE_ATTR", "DELETE_ATTR"})
 

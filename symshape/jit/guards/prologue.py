@@ -393,6 +393,12 @@ class Builder(ObjectInputs, ModuleInputs):
         watched for writes; one that holds tensors is flattened, its tensors and ints
         inputs of their own (fetched after its guard)."""
         t = type(value)
+        if t in (set, frozenset) and any(isinstance(v, torch.Tensor) for v in value):
+            raise UntraceableInput(
+                f"{label} is a {t.__name__} of tensors, which a trace cannot stand for: "
+                "its items are found by identity (`x in s` of the tensor passed in), and "
+                "its order is their hashes'. Fix: pass the tensors in a list or a tuple"
+            )
         inner: list = []  # the fetches of its tensors and ints, after its guard
         holes: set = set()
         if t not in (set, frozenset):

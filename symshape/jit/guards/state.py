@@ -86,9 +86,11 @@ _FREED = object()  # what a weakly held object reads as once freed: it is nothin
 
 @dataclass(slots=True)
 class Value:
-    """A scalar, compared by exact type and value (``-0.0`` is not ``0.0``)."""
+    """A scalar, compared by exact type and value (``-0.0`` is not ``0.0``); or a
+    set, compared by its items and the order it gives them in (``order``)."""
 
     value: object
+    order: tuple | None = None
 
 
 class Ident:
@@ -252,8 +254,9 @@ def snapshot(v, budget: _Budget | None = None, holes=frozenset()):
             s.attrs = {k: _child(v, k, x, b) for k, x in list(d.items())}
         b.seen.discard(id(v))
         return s
-    if t in (set, frozenset):  # compared as `==` compares sets: hashes, then `is`/`==`
-        return Value(frozenset(v) if t is frozenset else set(v))
+    if t in (set, frozenset):  # compared as `==` compares sets (hashes, then `is`/`==`),
+        # and by the order iterating it gives (equal sets may differ there)
+        return Value(frozenset(v) if t is frozenset else set(v), tuple(v))
     if is_plain_object(v):
         b.seen.add(id(v))
         d = getattr(v, "__dict__", None)
@@ -280,9 +283,11 @@ def diff(s, v, label: str) -> str | None:
     """None when ``v`` matches the snapshot ``s``; else what changed, in words."""
     if type(s) is Value:
         if type(s.value) in (set, frozenset):
-            return (
-                None if type(v) is type(s.value) and v == s.value else _changed(label, s.value, v)
-            )
+            if type(v) is not type(s.value) or v != s.value:
+                return _changed(label, s.value, v)
+            if len(s.order) > 1 and any(a is not b and a != b for a, b in zip(v, s.order)):
+                return f"{label} gives its items in another order ({_short(v)})"
+            return None
         return None if _same_scalar(s.value, v) else _changed(label, s.value, v)
     if type(s) is Hole:
         return (
@@ -384,6 +389,8 @@ def flat(s, v, dicts: list, lists: list) -> None:
             dicts.append(d)
             for k, a in s.attrs.items():
                 flat(a, d.get(k, _MISSING), dicts, lists)
+    elif t is Value and type(s.value) is set:  # no version tag: compared whole
+        lists.append((s, v))
     elif t is Seq:
         if s.type is list or s.type is collections.deque:  # mutable: compared whole
             lists.append((s, v))
@@ -548,7 +555,7 @@ class ObjectGuard:
         it (its dicts and lists) is let go too, and the next call compares."""
         self._root = _held(v, self)
         self.dicts, self.lists = [], []
-        if type(self.snap) is Value:
+        if type(self.snap) is Value and type(self.snap.value) is not set:  # (flat: a set)
             self.lists.append((self.snap, v))
         flat(self.snap, v, self.dicts, self.lists)
         self.versions = list(map(dict_version, self.dicts))
