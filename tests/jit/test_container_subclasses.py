@@ -157,3 +157,71 @@ def test_set_and_frozenset_subclasses_come_back_with_their_items():
         got, want = jf(x), _sets(x)
         assert torch.equal(got[0], want[0]) and got[1:] == want[1:]
         assert [type(v) for v in got] == [type(v) for v in want] and got[2].n == want[2].n
+
+
+def test_a_returned_model_output_keeps_its_items_and_attributes_as_set():
+    """transformers' ModelOutput: a key set to None stays a key; an attribute set
+    to None beside its item stays None (its constructor keeps neither)."""
+    from transformers.modeling_outputs import BaseModelOutput, BaseModelOutputWithPooling
+
+    def pooled(x):
+        r = BaseModelOutputWithPooling(last_hidden_state=x + 1)
+        r["pooler_output"] = None
+        return r
+
+    def hidden(x):
+        o = BaseModelOutput(last_hidden_state=x * 2, attentions=x.sum(0))
+        o.attentions = None
+        return o
+
+    for fn in (pooled, hidden):
+        jf = symshape.jit(fn)
+        for n in (2, 3, 5):
+            x = torch.randn(n, 4)
+            got, want = jf(x), fn(x)
+            assert type(got) is type(want) and list(got.keys()) == list(want.keys())
+            assert vars(got).keys() == vars(want).keys()
+            for k in vars(want):
+                a, b = getattr(got, k), getattr(want, k)
+                assert (a is None) == (b is None) and (a is None or torch.equal(a, b)), k
+            for k in want:
+                a, b = got[k], want[k]
+                assert (a is None) == (b is None) and (a is None or torch.equal(a, b)), k
+            assert got.last_hidden_state is got["last_hidden_state"]
+
+
+def _attentions_or_not(o):
+    if o.attentions is not None:
+        return o.last_hidden_state + o.attentions
+    return o.last_hidden_state * 2
+
+
+def _writes_fields(o):
+    o["hidden_states"] = o.last_hidden_state * 3
+    o.attentions = o[0] + 1
+    return o[1].sum()
+
+
+def test_a_model_output_argument_is_the_object_it_is():
+    """transformers' ModelOutput passed in: its attribute set to None beside its
+    item is None, a key its constructor does not know is read, and what the call
+    writes into it (items, attributes) is written into the caller's object."""
+    from transformers.modeling_outputs import BaseModelOutput
+
+    def made(n, none):
+        o = BaseModelOutput(last_hidden_state=torch.randn(n), attentions=torch.ones(n))
+        if none:
+            o.attentions = None  # its item stays
+        o["extra"] = torch.zeros(n)  # not a field
+        return o
+
+    ja, jw = symshape.jit(_attentions_or_not), symshape.jit(_writes_fields)
+    for n, none in [(3, True), (3, False), (4, True), (5, False)]:
+        torch.manual_seed(n)
+        o, p = made(n, none), made(n, none)
+        p.last_hidden_state = p["last_hidden_state"] = o.last_hidden_state.clone()
+        assert torch.equal(ja(o), _attentions_or_not(o))
+        assert torch.equal(jw(o), _writes_fields(p))
+        assert list(o.keys()) == list(p.keys()) and vars(o).keys() == vars(p).keys()
+        assert torch.equal(o.hidden_states, p.hidden_states)
+        assert torch.equal(o["attentions"], p["attentions"]) and o.attentions is o["attentions"]

@@ -165,7 +165,7 @@ def _structure(x, t: type, walk, rebuilt) -> tuple:
     if t in (set, frozenset) and any(isinstance(v, _SYMBOLIC) for v in x):
         return ("const", t(_concrete(v) for v in x))
     node = pytree.SUPPORTED_NODES.get(t)
-    if node is not None:
+    if node is not None and not _apart(x):
         children, context = node.flatten_fn(x)
         return ("pytree", t, context, [walk(c) for c in children])
     if t is object and rebuilt(x):  # a sentinel the call made: a new one each call
@@ -184,6 +184,18 @@ def _structure(x, t: type, walk, rebuilt) -> tuple:
         attributes = [(k, walk(v)) for k, v in _attributes(x)]
         return ("mapping", t, list(x), items, attributes, getattr(x, "default_factory", None))
     return ("object", t, [(k, walk(v)) for k, v in _attributes(x)])
+
+
+def _apart(x) -> bool:
+    """Is ``x`` a dict subclass (a ModelOutput) whose items and attributes its
+    constructor would not make again: a key set to None, an attribute that is not
+    its item? It is then built as it is (``mapping``), not by its pytree node."""
+    d = getattr(x, "__dict__", None) if isinstance(x, dict) else None
+    if not d:
+        return False
+    if any(v is None for v in x.values()):
+        return True
+    return any((x[k] is not v) if k in x else (v is not None) for k, v in d.items())
 
 
 _UNSHARED = ("leaf", "const", "ref", "param", "same")  # identity kept without a memo

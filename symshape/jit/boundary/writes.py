@@ -52,7 +52,8 @@ def shallow(c, kind: str | None = None) -> tuple:
     if kind is None:
         if t is collections.deque:
             kind = "deque"
-        elif isinstance(c, (list, dict, set)) and not d:
+        elif isinstance(c, dict) or (isinstance(c, (list, set)) and not d):
+            # (a dict subclass's attributes are kept beside its items: a ModelOutput's)
             kind = "list" if isinstance(c, list) else "dict" if isinstance(c, dict) else "set"
         else:
             kind = "obj"
@@ -80,12 +81,17 @@ def _put_attrs(c, attrs: dict | None) -> None:
         d.update(attrs)
 
 
+def _base(c: dict) -> type:
+    """The built-in dict class whose methods ``c``'s items are set with."""
+    return collections.OrderedDict if isinstance(c, collections.OrderedDict) else dict
+
+
 def restore(c, state: tuple) -> None:
     kind = state[0]
     if kind == "list":
         list.__setitem__(c, slice(None), state[1])  # a subclass's own methods do not run
     elif kind == "dict":
-        base = collections.OrderedDict if isinstance(c, collections.OrderedDict) else dict
+        base = _base(c)
         base.clear(c)
         for k, v in state[1]:
             base.__setitem__(c, k, v)
@@ -171,6 +177,8 @@ class Swapped:
                     _raw_setattr(c, key, new)
                 elif kind == "key":
                     _rekey(c, key, new)
+                elif isinstance(c, dict) and type(c) is not dict:  # not a subclass's own
+                    _base(c).__setitem__(c, key, new)  # (a ModelOutput's sets its attribute)
                 else:
                     c[key] = new
         except BaseException:
@@ -216,7 +224,9 @@ class Replay:
                 _del_attr(obj, key)
             elif kind == "list":
                 obj[:] = v
-            elif kind in ("dict", "set"):
+            elif kind == "dict":  # the items the call left, past a subclass's methods
+                restore(obj, ("dict", list(v.items())))
+            elif kind == "set":
                 obj.clear()
                 obj.update(v)
             elif kind == "deque":

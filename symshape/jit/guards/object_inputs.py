@@ -51,43 +51,29 @@ class ObjectInputs:
         if id(obj) in seen or len(seen) > 2000:
             return obj
         seen.add(id(obj))
-        mapping = _mapping(obj)
-        if t in (list, tuple):
-            items = [(i, v, f"[{i}]") for i, v in enumerate(obj)]
-        elif mapping:
-            items = [(k, v, f"[{k!r}]") for k, v in obj.items() if type(k) in (str, int)]
-            # a key that is a tensor the trace takes as an input (a parameter an
-            # optimizer's state is keyed by) is its proxy while tracing (key_swaps)
-            self.tensor_keys += [(obj, k) for k in obj if isinstance(k, torch.Tensor)]
-        else:
-            d = _instance_dict(obj) or {}
-            names = [k for k in d if isinstance(k, str) and k.isidentifier()]
-            names += [n for n in _slots(t) if hasattr(obj, n)]
-            items = [(k, d[k] if k in d else getattr(obj, k), f".{k}") for k in names]
-            if isinstance(obj, list):  # a list subclass: its items too (ints: no clash)
-                items += [(i, v, f"[{i}]") for i, v in enumerate(list.__iter__(obj))]
-        new = {}
-        for k, v, suffix in items:
+        new = {}  # (kind, key) -> what the traced code finds there
+        for kind, k, v, suffix in _parts(obj):
             where = (f"{src}{suffix}", f"{label}{suffix}", f"{path}{suffix}")
             tv = type(v)
             if values and (isinstance(v, torch.Tensor) or tv is int or tv is float):
                 holes.add((id(obj), k))
                 if isinstance(v, torch.Tensor):
-                    new[k] = self._tensor(v, where[0], where[1], out, False)
+                    new[kind, k] = self._tensor(v, where[0], where[1], out, False)
                 else:
-                    new[k] = self.walk(v, where[0], where[1], out, path=where[2])
+                    new[kind, k] = self.walk(v, where[0], where[1], out, path=where[2])
             elif tv is list or _mapping(v) or (tv is tuple and values) or is_plain_object(v):
-                new[k] = self._contents(v, *where, out, seen, holes, values)
+                new[kind, k] = self._contents(v, *where, out, seen, holes, values)
             else:
-                new[k] = v  # guarded by the object's snapshot
+                new[kind, k] = v  # guarded by the object's snapshot
         if t is tuple:
-            return tuple(new.values()) if any(new[i] is not v for i, v in enumerate(obj)) else obj
+            made = tuple(new.values())
+            return made if any(a is not b for a, b in zip(made, obj)) else obj
+        if _mapping(obj):  # a key that is a tensor the trace takes as an input (a parameter
+            # an optimizer's state is keyed by) is its proxy while tracing (key_swaps)
+            self.tensor_keys += [(obj, k) for k in obj if isinstance(k, torch.Tensor)]
         self.tracked.setdefault(id(obj), (obj, path))
-        if t is list or mapping:
-            self._swap(obj, "item", new)
-        else:
-            self._swap(obj, "attr", {k: v for k, v in new.items() if type(k) is str})
-            self._swap(obj, "item", {k: v for k, v in new.items() if type(k) is int})
+        for kind in ("attr", "item"):
+            self._swap(obj, kind, {k: v for (w, k), v in new.items() if w == kind})
         return obj
 
     def _partial(self, value, src: str, label: str, out: list, path: str):
@@ -199,6 +185,27 @@ class ObjectInputs:
                 self._modules_in(
                     v, f"{src}.{name}", f"{label}.{name}", out, depth + 1, f"{path}.{name}"
                 )
+
+
+def _parts(obj) -> list:
+    """``(kind, key, value, source suffix)`` of what an argument object holds: a
+    list's or tuple's items, a dict's, an object's attributes, and a list or dict
+    subclass's attributes and items both (a ModelOutput's field is both)."""
+    t = type(obj)
+    if t in (list, tuple):
+        return [("item", i, v, f"[{i}]") for i, v in enumerate(obj)]
+    if _mapping(obj):
+        return [("item", k, v, f"[{k!r}]") for k, v in obj.items() if type(k) in (str, int)]
+    d = _instance_dict(obj) or {}
+    names = [k for k in d if isinstance(k, str) and k.isidentifier()]
+    names += [n for n in _slots(t) if hasattr(obj, n)]
+    out = [("attr", k, d[k] if k in d else getattr(obj, k), f".{k}") for k in names]
+    if isinstance(obj, list):
+        out += [("item", i, v, f"[{i}]") for i, v in enumerate(list.__iter__(obj))]
+    if isinstance(obj, dict):
+        items = dict.items(obj)
+        out += [("item", k, v, f"[{k!r}]") for k, v in items if type(k) in (str, int)]
+    return out
 
 
 def _mapping(v) -> bool:

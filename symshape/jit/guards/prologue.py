@@ -271,7 +271,10 @@ class Builder(ObjectInputs, ModuleInputs):
             self.root_srcs.append((src, value))
             return self.module(value, src, label, out, path)
         node = pytree.SUPPORTED_NODES.get(t)
-        if node is not None and not isinstance(value, tuple):  # a ModelOutput, an OrderedDict
+        # a pytree node (an OrderedDict subclass) walked as its children; a dict subclass
+        # with attributes of its own (a ModelOutput) as the object it is, below: its items
+        # and attributes apart (`o.attentions = None` leaves its item), its writes replayed
+        if node is not None and not isinstance(value, tuple) and not _own_attributes(value):
             return self._pytree(value, node, src, label, out, path)
         if t is functools.partial:
             return self._partial(value, src, label, out, path)
@@ -824,6 +827,11 @@ def _plain_key(k) -> bool:
     if type(k) is tuple:
         return all(_plain_key(x) for x in k)
     return not isinstance(k, torch.Tensor) and type(k).__eq__ is object.__eq__
+
+
+def _own_attributes(value) -> bool:
+    """Is ``value`` a dict subclass's instance with attributes of its own?"""
+    return isinstance(value, dict) and bool(getattr(value, "__dict__", None))
 
 
 def _subclass_input(t: torch.Tensor, label: str) -> torch.Tensor:
