@@ -225,3 +225,56 @@ def test_a_model_output_argument_is_the_object_it_is():
         assert list(o.keys()) == list(p.keys()) and vars(o).keys() == vars(p).keys()
         assert torch.equal(o.hidden_states, p.hidden_states)
         assert torch.equal(o["attentions"], p["attentions"]) and o.attentions is o["attentions"]
+
+
+class _Config(dict):
+    def __getattr__(self, name):  # a missing name raises KeyError, not AttributeError
+        return self[name]
+
+
+def _offset(cfg, x, y):
+    return x + y + cfg.offset
+
+
+def test_a_dict_subclass_whose_getattr_raises_key_error():
+    """dynamo's test_user_getattr1: symshape's own lookups on the argument (a
+    wrapped function's `func`) must not run the class's __getattr__ (a KeyError)."""
+    for fullgraph in (False, True):
+        jf = symshape.jit(_offset, fullgraph=fullgraph)
+        cfg = _Config(offset=5)
+        for n, offset in [(10, 5), (10, 7), (4, 7)]:
+            cfg["offset"] = offset
+            x = torch.randn(n)
+            assert torch.equal(jf(cfg, x, x), _offset(cfg, x, x))
+
+
+class _Counting(dict):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.calls = 0
+
+    def __getitem__(self, key):
+        self.calls += 1
+        return super().__getitem__(key) + 1
+
+
+def _sum_items(x, d):
+    d["d"] = torch.ones(1) * 4 if isinstance(d.get("t"), torch.Tensor) else 4
+    return x * d["a"] + d["b"] + d["c"] + d["d"]
+
+
+def test_a_dict_subclasses_getitem_runs_as_often_as_in_eager():
+    """dynamo's test_overridden_get_item: symshape's own reads of the argument's
+    items (its guard, its tensors' fetches, its swaps) go past the override."""
+    for with_tensor in (False, True):
+        seen = []
+        for fn in (_sum_items, symshape.jit(_sum_items)):
+            d = _Counting(a=2, b=3, c=5)
+            if with_tensor:
+                d["t"] = torch.zeros(1)
+            out = []
+            for k, n in enumerate((4, 4, 6)):
+                out.append((fn(torch.ones(n), d).tolist(), d.calls, dict.__repr__(d)))
+                dict.__setitem__(d, "a", k + 7)
+            seen.append(out)
+        assert seen[1] == seen[0]

@@ -193,9 +193,12 @@ def _apart(x) -> bool:
     d = getattr(x, "__dict__", None) if isinstance(x, dict) else None
     if not d:
         return False
-    if any(v is None for v in x.values()):
+    if any(v is None for v in dict.values(x)):  # (past the subclass's own methods)
         return True
-    return any((x[k] is not v) if k in x else (v is not None) for k, v in d.items())
+    return any(
+        dict.__getitem__(x, k) is not v if dict.__contains__(x, k) else v is not None
+        for k, v in d.items()
+    )
 
 
 _UNSHARED = ("leaf", "const", "ref", "param", "same")  # identity kept without a memo

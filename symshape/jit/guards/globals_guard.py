@@ -7,6 +7,7 @@ import collections
 import dis
 import functools
 import gc
+import inspect
 import logging
 import types
 
@@ -373,11 +374,18 @@ def function_of(v) -> types.FunctionType | None:
         or isinstance(v, torch.Tensor)
     ):
         return None
-    f = getattr(v, "func", None)
+    # looked up past a class's __getattr__, which is the program's code (and may raise
+    # something other than AttributeError for a name it does not know)
+    f = getattr(v, "func", None) if _has_attr(v, "func") else None
     if isinstance(f, types.FunctionType):
         return f
-    gen = getattr(v, "gen", v)  # a context manager already entered: contextlib drops its func
+    # a context manager already entered: contextlib drops its func
+    gen = getattr(v, "gen", v) if _has_attr(v, "gen") else v
     return _generator_function(gen) if isinstance(gen, types.GeneratorType) else None
+
+
+def _has_attr(v, name: str) -> bool:
+    return inspect.getattr_static(v, name, _MISSING) is not _MISSING
 
 
 def _generator_function(gen: types.GeneratorType) -> types.FunctionType | None:

@@ -35,7 +35,7 @@ class ObjectInputs:
         """Items (or attributes) of ``container`` that the trace sees as proxies."""
         items = new.items() if isinstance(new, dict) else enumerate(new)
         for k, v in items:
-            old = getattr(container, k) if kind == "attr" else container[k]
+            old = getattr(container, k) if kind == "attr" else _raw_item(container, k)
             if v is not old:
                 self.swaps.append((container, kind, k, v))
 
@@ -54,6 +54,9 @@ class ObjectInputs:
         new = {}  # (kind, key) -> what the traced code finds there
         for kind, k, v, suffix in _parts(obj):
             where = (f"{src}{suffix}", f"{label}{suffix}", f"{path}{suffix}")
+            if suffix is None:  # a dict subclass's item, past its own __getitem__
+                get = self.const(dict.__getitem__, "_dict_item")
+                where = (f"{get}({src}, {k!r})", f"{label}[{k!r}]", f"{get}({path}, {k!r})")
             tv = type(v)
             if values and (isinstance(v, torch.Tensor) or tv is int or tv is float):
                 holes.add((id(obj), k))
@@ -202,10 +205,18 @@ def _parts(obj) -> list:
     out = [("attr", k, d[k] if k in d else getattr(obj, k), f".{k}") for k in names]
     if isinstance(obj, list):
         out += [("item", i, v, f"[{i}]") for i, v in enumerate(list.__iter__(obj))]
-    if isinstance(obj, dict):
-        items = dict.items(obj)
-        out += [("item", k, v, f"[{k!r}]") for k, v in items if type(k) in (str, int)]
+    if isinstance(obj, dict):  # (None: fetched past the subclass's own __getitem__)
+        out += [("item", k, v, None) for k, v in dict.items(obj) if type(k) in (str, int)]
     return out
+
+
+def _raw_item(container, k):
+    """``container[k]``, past a dict or list subclass's own ``__getitem__``."""
+    if isinstance(container, dict):
+        return dict.__getitem__(container, k)
+    if isinstance(container, list):
+        return list.__getitem__(container, k)
+    return container[k]
 
 
 def _mapping(v) -> bool:
