@@ -204,3 +204,24 @@ def test_an_error_of_the_users_code_keeps_its_draws_as_eager_does():
     random.seed(11)
     random.random()
     assert after == random.random()
+
+
+def _draw_after_a_read(x):
+    if x.sum() > 0:  # a read of data: the trace splits here
+        return x * random.random()
+    return x - 1
+
+
+def test_a_draw_after_a_read_of_data_runs_the_call_eagerly():
+    """Found past a split, a `random` draw no trace repeats: the part before the
+    read changed nothing, so the call runs eagerly, drawing as eager does (it had
+    been a TracingError)."""
+    values = (-1.0, 1.0, 2.0, -3.0, 4.0)
+    random.seed(3)
+    want = [_draw_after_a_read(torch.full((3,), v)) for v in values]
+    jf = symshape.jit(_draw_after_a_read)
+    random.seed(3)
+    with pytest.warns(TraceTimeSideEffectWarning, match="random"):
+        got = [jf(torch.full((3,), v)) for v in values]
+    assert_same(got, want)
+    assert jf.stats.eager_calls >= 3

@@ -288,14 +288,6 @@ class JitFunction:
                 break
             except InputSpecErrorAtTrace as e:
                 raise InputSpecError(f"{self.__name__}: {e}") from None
-            except RunsEagerly as e:
-                if not known:
-                    raise
-                raise TracingError(  # the segments before the read already ran
-                    f"{self.__name__}: after a read of tensor data, {e.why}"
-                    "; the part before the read already ran, so the call cannot run eagerly "
-                    f"instead. Fix: {e.fix}"
-                ) from None
             except ChangesModules as e:
                 if not known:
                     raise

@@ -29,7 +29,7 @@ import torch
 from symshape.jit.boundary.outputs import unflatten
 from symshape.jit.frontend import failures
 from symshape.trace.aliasing import updated_before
-from symshape.trace.errors import TracingError, unsupported_form
+from symshape.trace.errors import RunsEagerly, TracingError, unsupported_form
 from symshape.trace.reads import EagerResult, key, show
 
 log = logging.getLogger("symshape")
@@ -93,9 +93,9 @@ def run(jf, entry, inputs: tuple, m, args: tuple, kwargs: dict, fresh: bool = Fa
             frame = {n: v for n, v in frame.items() if n in seg.keep}
             try:
                 nxt = _continue(jf, entry, j, value, m, args, kwargs, frame, made, versions)
-            except _Raised as r:  # the program raises down this path: as eager does
-                del frame
-                return failures.raises_eagerly(jf, r.take(), r.who, args, kwargs)
+            except _Instead as r:  # the program raises down this path, or does what no
+                del frame  # trace can repeat: the call runs eagerly, as it did nothing yet
+                return r.run(jf, args, kwargs)
             if nxt is None:  # past split_limit, nothing changed yet: the call runs eagerly
                 del frame
                 jf.stats.eager_calls += 1
@@ -122,17 +122,21 @@ def _again_on_failure(entry, path, j: int) -> bool:
     return (entry.replay is not None or unwinds) and _pure(path, j)
 
 
-class _Raised(Exception):
-    """The program raised while its continuation was traced (``error``, raised by
-    ``who``, failures.raised_by_user_code); what ran before changed nothing."""
+class _Instead(Exception):
+    """Tracing the continuation met what the call does instead of going on: the
+    program raised (``error``, raised by ``who``, failures.raised_by_user_code), or
+    it does what no trace can repeat (``error``, a RunsEagerly). What ran before
+    changed nothing, so the call runs eagerly."""
 
-    def __init__(self, error: Exception, who: str):
+    def __init__(self, error: BaseException, who: str | None = None):
         self.error, self.who = error, who
 
-    def take(self) -> Exception:
-        """The error, no longer held here (its traceback holds the attempt's values)."""
-        error, self.error = self.error, None
-        return error
+    def run(self, jf, args: tuple, kwargs: dict):
+        error, self.error = self.error, None  # its traceback holds the attempt's values
+        if self.who is not None:
+            return failures.raises_eagerly(jf, error, self.who, args, kwargs)
+        jf._draws_eagerly = error.what  # as a first trace that meets it: every call
+        return jf._untraceable(error.what, args, kwargs)
 
 
 def _versions(args, kwargs) -> list:
@@ -297,12 +301,21 @@ def _trace_continuation(
     with jf._lock, updated_before(updated):
         try:
             traced = jf._trace(m, args, kwargs, path.values[:j] + (value,))
+        except RunsEagerly as e:
+            if not _pure(path, j):
+                raise TracingError(
+                    f"{jf.__name__}: after a read of tensor data, {e.why}; the part before "
+                    "the read already ran (an op run eagerly, an in-place update or a random "
+                    f"draw), so the call cannot run eagerly instead. Fix: {e.fix}"
+                ) from None
+            random.setstate(drawn)
+            raise _Instead(e) from None
         except Exception as e:
             who = failures.raised_by_user_code(e)
             if who is None or not _pure(path, j):
                 raise
             random.setstate(drawn)  # the eager call draws what the attempt drew
-            raise _Raised(e, who) from None
+            raise _Instead(e, who) from None
         new = type(entry)(traced)
         if len(new.split.segments) <= j + 1 or new.split.segments[j].sig != path.segments[j].sig:
             raise _traced_differently(jf.__name__, read, updated)
