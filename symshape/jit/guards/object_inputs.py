@@ -1,14 +1,16 @@
 """Arguments that are Python objects, walked by the prologue Builder.
 
-An object holding tensors (a KV cache, a dataclass of tensors) is passed to the
-traced code as itself: ``_contents`` finds its tensors and ints (inputs of their
-own, swapped for proxies while tracing) and the containers under it, whose
-writes are replayed (writes.py). ``_pytree`` flattens torch.utils._pytree nodes
-(transformers' ModelOutput); ``_modules_in`` walks modules an object holds.
+An object holding tensors (a KV cache, a dataclass of tensors, a ModelOutput)
+is passed to the traced code as itself (``_object``): ``_contents`` finds its
+tensors and ints (inputs of their own, swapped for proxies while tracing) and
+the containers under it, whose writes are replayed (writes.py). A dict is
+checked by its keys (``_dict``); ``_pytree`` flattens other torch.utils._pytree
+nodes; ``_modules_in`` walks modules an object holds.
 """
 
 from __future__ import annotations
 
+import collections
 import functools
 import types
 import weakref
@@ -16,7 +18,19 @@ import weakref
 import torch
 from torch import nn
 
-from symshape.jit.guards.state import _instance_dict, _slots, is_plain_object, viewed
+from symshape.jit.guards.state import (
+    ObjectGuard,
+    _instance_dict,
+    _slots,
+    is_plain_object,
+    viewed,
+)
+from symshape.trace.errors import TracingError
+
+
+class UntraceableInput(TracingError):
+    """An input no trace can stand for (a tensor subclass): the call runs eagerly,
+    unless ``fullgraph=True``, which raises this."""
 
 
 class ObjectInputs:
@@ -189,6 +203,72 @@ class ObjectInputs:
                     v, f"{src}.{name}", f"{label}.{name}", out, depth + 1, f"{path}.{name}"
                 )
 
+    def _object(self, value, src: str, label: str, out: list, path: str):
+        """A plain Python object (or a set): checked by type and state, its containers
+        watched for writes; one that holds tensors is flattened, its tensors and ints
+        inputs of their own (fetched after its guard)."""
+        t = type(value)
+        if t in (set, frozenset) and any(isinstance(v, torch.Tensor) for v in value):
+            raise UntraceableInput(
+                f"{label} is a {t.__name__} of tensors, which a trace cannot stand for: "
+                "its items are found by identity (`x in s` of the tensor passed in), and "
+                "its order is their hashes'. Fix: pass the tensors in a list or a tuple"
+            )
+        inner: list = []  # the fetches of its tensors and ints, after its guard
+        holes: set = set()
+        if t not in (set, frozenset):
+            # its containers are watched for writes; if it holds tensors, it is
+            # flattened: its tensors and ints are inputs of their own
+            self._contents(value, src, label, path, inner, set(), holes, holds_tensors(value))
+        og = ObjectGuard(value, label, holes=holes)
+        self.objects.append((og, value))
+        g = self.const(og, "_state")
+        self.fail(
+            f"not {g}({src})",
+            f"{label} is as when traced",
+            f"{g}.why({src})",
+            kind="state",
+            into=out,
+        )
+        if t not in (set, frozenset):
+            self._modules_in(value, src, label, out, 0, path)
+        out.extend(inner)
+        return value
+
+    def _dict(self, value: dict, src: str, label: str, out: list, path: str) -> dict:
+        """A dict argument (an ``OrderedDict``, a ``defaultdict`` and its factory too):
+        its keys checked on every call, its values walked; the dict itself is handed to
+        the function (its writes are found and replayed)."""
+        loc = self.local(f"_{label}")
+        out.append(f"{loc} = {src}")
+        keys = tuple(value)
+        bad = [k for k in keys if not _plain_key(k)]
+        if bad:
+            raise TracingError(
+                f"{label}: a dict keyed by {type(bad[0]).__name__} cannot be traced (its "
+                "keys are compared on every call, and this one has no value to compare "
+                "by). Fix: key it by str, int, a tuple or another value, or pass the "
+                "values as a list."
+            )
+        ks = repr(keys) if all(type(k) in (str, int) for k in keys) else self.const(keys)
+        t = type(value)
+        cond = f"type({loc}) is not {'dict' if t is dict else self.const(t, '_type')}"
+        if t is collections.defaultdict:  # what a missing key makes
+            cond += f" or {loc}.default_factory is not {self.const(value.default_factory)}"
+        self.fail(
+            f"{cond} or tuple({loc}) != {ks}",
+            f"{label} is a {t.__name__} with keys {list(keys)}",
+            f"tuple({loc}) if isinstance({loc}, dict) else type({loc}).__name__",
+            into=out,
+        )
+        self.tracked[id(value)] = (value, path)
+        new = {}
+        for k, v in value.items():
+            ksrc = repr(k) if type(k) in (str, int) else self.const(k, "_key")
+            new[k] = self.walk(v, f"{loc}[{ksrc}]", f"{label}[{k!r}]", out, path=f"{path}[{ksrc}]")
+        self._swap(value, "item", new)
+        return value
+
 
 def _parts(obj) -> list:
     """``(kind, key, value, source suffix)`` of what an argument object holds: a
@@ -244,3 +324,14 @@ def holds_tensors(v, depth: int = 0, seen=None) -> bool:
         vals += list(v) if isinstance(v, list) else []  # a list subclass's items
         return any(holds_tensors(x, depth + 1, seen) for x in vals)
     return False
+
+
+def _plain_key(k) -> bool:
+    """A dict key the prologue can compare with ``==`` on every call: a value
+    (str, int, float, bool, None, a torch.Size, a tuple of values) or an object
+    compared by identity (a class, a function, an enum member)."""
+    if k is None or type(k) in (str, int, float, bool, torch.Size):
+        return True
+    if type(k) is tuple:
+        return all(_plain_key(x) for x in k)
+    return not isinstance(k, torch.Tensor) and type(k).__eq__ is object.__eq__

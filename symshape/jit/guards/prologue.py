@@ -41,7 +41,7 @@ from symshape.jit.boundary.writes import CallerTensor
 from symshape.jit.frontend.policy import DYNAMIC, STATIC, DerivedDim, Dim, split_dim
 from symshape.jit.guards.layouts import dense_order, narrowed_dim, permuted_strides
 from symshape.jit.guards.module_inputs import ModuleInputs
-from symshape.jit.guards.object_inputs import ObjectInputs, holds_tensors
+from symshape.jit.guards.object_inputs import ObjectInputs, UntraceableInput
 from symshape.jit.guards.state import (
     ObjectGuard,
     class_guards,
@@ -86,11 +86,6 @@ class TensorItem:
     # the check of eager's exact strides of a contiguous input (size-1 dimensions, which
     # is_contiguous() ignores), emitted if the trace read a stride: (cond, expect, found)
     exact: tuple | None = None
-
-
-class UntraceableInput(TracingError):
-    """An input no trace can stand for (a tensor subclass): the call runs eagerly,
-    unless ``fullgraph=True``, which raises this."""
 
 
 class InputSpecErrorAtTrace(ValueError):
@@ -390,72 +385,6 @@ class Builder(ObjectInputs, ModuleInputs):
             self._swap(value, "item", items)
             return value
         return t(*items) if hasattr(value, "_fields") else t(items)
-
-    def _object(self, value, src: str, label: str, out: list, path: str):
-        """A plain Python object (or a set): checked by type and state, its containers
-        watched for writes; one that holds tensors is flattened, its tensors and ints
-        inputs of their own (fetched after its guard)."""
-        t = type(value)
-        if t in (set, frozenset) and any(isinstance(v, torch.Tensor) for v in value):
-            raise UntraceableInput(
-                f"{label} is a {t.__name__} of tensors, which a trace cannot stand for: "
-                "its items are found by identity (`x in s` of the tensor passed in), and "
-                "its order is their hashes'. Fix: pass the tensors in a list or a tuple"
-            )
-        inner: list = []  # the fetches of its tensors and ints, after its guard
-        holes: set = set()
-        if t not in (set, frozenset):
-            # its containers are watched for writes; if it holds tensors, it is
-            # flattened: its tensors and ints are inputs of their own
-            self._contents(value, src, label, path, inner, set(), holes, holds_tensors(value))
-        og = ObjectGuard(value, label, holes=holes)
-        self.objects.append((og, value))
-        g = self.const(og, "_state")
-        self.fail(
-            f"not {g}({src})",
-            f"{label} is as when traced",
-            f"{g}.why({src})",
-            kind="state",
-            into=out,
-        )
-        if t not in (set, frozenset):
-            self._modules_in(value, src, label, out, 0, path)
-        out.extend(inner)
-        return value
-
-    def _dict(self, value: dict, src: str, label: str, out: list, path: str) -> dict:
-        """A dict argument (an ``OrderedDict``, a ``defaultdict`` and its factory too):
-        its keys checked on every call, its values walked; the dict itself is handed to
-        the function (its writes are found and replayed)."""
-        loc = self.local(f"_{label}")
-        out.append(f"{loc} = {src}")
-        keys = tuple(value)
-        bad = [k for k in keys if not _plain_key(k)]
-        if bad:
-            raise TracingError(
-                f"{label}: a dict keyed by {type(bad[0]).__name__} cannot be traced (its "
-                "keys are compared on every call, and this one has no value to compare "
-                "by). Fix: key it by str, int, a tuple or another value, or pass the "
-                "values as a list."
-            )
-        ks = repr(keys) if all(type(k) in (str, int) for k in keys) else self.const(keys)
-        t = type(value)
-        cond = f"type({loc}) is not {'dict' if t is dict else self.const(t, '_type')}"
-        if t is collections.defaultdict:  # what a missing key makes
-            cond += f" or {loc}.default_factory is not {self.const(value.default_factory)}"
-        self.fail(
-            f"{cond} or tuple({loc}) != {ks}",
-            f"{label} is a {t.__name__} with keys {list(keys)}",
-            f"tuple({loc}) if isinstance({loc}, dict) else type({loc}).__name__",
-            into=out,
-        )
-        self.tracked[id(value)] = (value, path)
-        new = {}
-        for k, v in value.items():
-            ksrc = repr(k) if type(k) in (str, int) else self.const(k, "_key")
-            new[k] = self.walk(v, f"{loc}[{ksrc}]", f"{label}[{k!r}]", out, path=f"{path}[{ksrc}]")
-        self._swap(value, "item", new)
-        return value
 
     def _int(self, value: int, src: str, label: str, out) -> object:
         self.leaves.append((label, value))
@@ -816,17 +745,6 @@ def _identifier(label: str) -> str:
 
 
 __all__ = ["DYNAMIC", "Builder", "Check", "Prologue"]
-
-
-def _plain_key(k) -> bool:
-    """A dict key the prologue can compare with ``==`` on every call: a value
-    (str, int, float, bool, None, a torch.Size, a tuple of values) or an object
-    compared by identity (a class, a function, an enum member)."""
-    if k is None or type(k) in (str, int, float, bool, torch.Size):
-        return True
-    if type(k) is tuple:
-        return all(_plain_key(x) for x in k)
-    return not isinstance(k, torch.Tensor) and type(k).__eq__ is object.__eq__
 
 
 def _own_attributes(value) -> bool:
