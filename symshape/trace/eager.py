@@ -34,6 +34,12 @@ _SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
 NOT_SPLIT = object()  # what eager_call returns where the trace does not split
 
 
+# what an op run eagerly may be that only reads a tensor's layout (``Read.eager``)
+_QUERIES = frozenset(
+    getattr(torch.Tensor, n) for n in ("storage_offset", "stride", "is_contiguous", "data_ptr")
+)
+
+
 def _traced(x) -> bool:
     return isinstance(x, (TensorProxy, *_SYMBOLIC))
 
@@ -63,7 +69,9 @@ def eager_call(ctx, func, name: str, args: tuple, kwargs: dict, why: str):
             return func(*a, **kw)
 
     text = f"`{name}` ({why}: it runs eagerly)"
-    value = ctx.read("eager", inputs, convert, text, eager=True)
+    # a query of a tensor's layout changes nothing: the call may still run again eagerly
+    eager = "query" if func in _QUERIES else True
+    value = ctx.read("eager", inputs, convert, text, eager=eager)
     return _standing_for(ctx, len(ctx.split.marks) - 1, value)
 
 

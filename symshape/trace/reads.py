@@ -53,7 +53,9 @@ class Mark:
     grad: bool  # grad mode at the read
     live: list  # ids of the Vars whose proxies were alive at the read
     value: Any = None  # the value it was given (a mark the attempt stopped at has none)
-    eager: bool = False  # an op run eagerly: its value is an EagerResult (eager.py)
+    # an op run eagerly: its value is an EagerResult (eager.py); "query": one that reads
+    # a tensor's layout only
+    eager: bool | str = False
     state: Any = None  # (key, Vars) of the Python state at the read (frame_state.py)
 
 
@@ -199,7 +201,7 @@ def show(value) -> str:
     return s if len(s) <= 60 else s[:57] + "..."
 
 
-def read(ctx, kind: str, inputs: tuple, convert: Callable, text: str, eager: bool = False):
+def read(ctx, kind: str, inputs: tuple, convert: Callable, text: str, eager: bool | str = False):
     """Python reads a value of the data: the known value of this read, or
     ``NeedRead``; ``None`` when the trace does not split (the caller then
     refuses, as without splitting). ``eager``: an op run eagerly (eager.py)."""

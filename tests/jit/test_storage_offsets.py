@@ -67,3 +67,48 @@ def test_a_wrapper_subclass_of_fresh_tensors_runs_the_call_eagerly():
         assert type(got) is TwoTensor and got.shape == want.shape
         torch.testing.assert_close((got.a, got.b), (want.a, want.b))
     assert jf.stats.eager_calls == 4 and jf.stats.splits == 0
+
+
+class _Wrapped(torch.Tensor):
+    """dynamo's test_sourceless_namedtuple: a wrapper subclass built around an
+    argument inside the call, whose constructor reads its layout."""
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @staticmethod
+    def __new__(cls, data, tag):
+        self = torch.Tensor._make_wrapper_subclass(
+            cls,
+            data.size(),
+            strides=data.stride(),
+            storage_offset=data.storage_offset(),
+            dtype=data.dtype,
+            device=data.device,
+        )
+        self._data, self.tag = data, tag
+        return self
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        unwrap = lambda t: t._data if isinstance(t, _Wrapped) else t  # noqa: E731
+        return func(*[unwrap(a) for a in args], **(kwargs or {}))
+
+
+def _wrap(x):
+    y = _Wrapped(x, ("tag", x.dim()))
+    return y, y.tag
+
+
+def test_a_wrapper_subclass_around_an_argument_runs_the_call_eagerly():
+    """Its storage_offset is read at a split (an argument's), then the subclass
+    can only be made eagerly: the read changed nothing, so the call runs eagerly
+    (it had been a TracingError)."""
+    jf = symshape.jit(_wrap)
+    with pytest.warns(UserWarning, match="tensor subclass"):
+        for n in (2, 2, 3):
+            x = torch.ones(n, 2)[1:]
+            (got, tag), (want, tag0) = jf(x), _wrap(x)
+            assert type(got) is _Wrapped and tag == tag0
+            assert torch.equal(got._data, want._data) and got.storage_offset() == 2
+    with pytest.raises(symshape.TracingError, match="storage_offset"):
+        symshape.jit(_wrap, fullgraph=True)(torch.ones(2, 2))

@@ -111,8 +111,8 @@ def run(jf, entry, inputs: tuple, m, args: tuple, kwargs: dict, fresh: bool = Fa
 
 def _pure(path, j: int) -> bool:
     """Did segments ``0..j`` change nothing a second run would see (no in-place
-    update, no random draw, no op run eagerly)?"""
-    return not any(s.effects or (s.read and s.read.eager) for s in path.segments[: j + 1])
+    update, no random draw, no op run eagerly but a query of a layout)?"""
+    return not any(s.effects or (s.read and s.read.eager is True) for s in path.segments[: j + 1])
 
 
 def _again_on_failure(entry, path, j: int) -> bool:

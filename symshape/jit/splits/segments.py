@@ -45,7 +45,7 @@ class Read:
     convert: object
     text: str
     where: object
-    eager: bool = False  # an op run eagerly (trace/eager.py): its tensors join the frame
+    eager: bool | str = False  # an op run eagerly (trace/eager.py): its tensors join the frame
 
     def describe(self) -> str:
         """``"`if x.sum() > 0:` at model.py:12 in forward"``: the user's line (an op
