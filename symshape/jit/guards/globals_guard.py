@@ -511,8 +511,8 @@ def users_function(f: types.FunctionType) -> bool:
 
 
 _LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME"})
-# a name read (a global or a closure variable), which a write after it does not unguard
-# what reads a name's value, or its presence (`del flag` raises NameError without it)
+# a name read (a global or a closure variable), which a write after it does not unguard;
+# `del flag` reads whether it is there (NameError without it)
 _DEREF_LOADS = frozenset(
     {"LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_CLASSDEREF", "DELETE_GLOBAL", "DELETE_DEREF"}
 )

@@ -47,6 +47,7 @@ from symshape.jit.guards.state import (
     class_guards,
     is_plain_object,
     user_class,
+    viewed,
 )
 from symshape.sym.expr import Symbol
 from symshape.sym.source import user_location
@@ -275,7 +276,7 @@ class Builder(ObjectInputs, ModuleInputs):
             return self._partial(value, src, label, out, path)
         if t is weakref.ref:
             return self._weakref(value, src, label, out, path)
-        if t is types.MappingProxyType:
+        if t is types.MappingProxyType and isinstance(viewed(value), dict):
             return self._mapping_proxy(value, src, label, out, path)
         if _numpy_scalar(value):  # np.int64(3): a constant compared by type and bits
             self.fail(

@@ -246,7 +246,7 @@ def snapshot(v, budget: _Budget | None = None, holes=frozenset()):
             s.scalars = _scalars(s.items)
         b.seen.discard(id(v))
         return s
-    if isinstance(v, dict) or t is types.MappingProxyType:
+    if isinstance(v, dict) or (t is types.MappingProxyType and isinstance(viewed(v), dict)):
         b.seen.add(id(v))
         s = Map(t, {k: _child(v, k, x, b) for k, x in list(v.items())})
         d = None if t is dict else _instance_dict(v)  # `sd.attr = 4` on a dict subclass
