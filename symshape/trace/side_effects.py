@@ -35,6 +35,7 @@ import torch
 
 from symshape.sym.source import is_stdlib_file, is_user_file, user_location
 from symshape.trace.context import current
+from symshape.trace.errors import RunsEagerly
 from symshape.trace.patching import Patches
 
 
@@ -139,6 +140,17 @@ def _install(patches: Patches) -> None:
         fn = getattr(random, name, None)
         if fn is not None:
             patches.replace(random, name, _wrap_random(patches, name, fn))
+    # a random.Random of the program's own: every method draws through these
+    for name in ("random", "getrandbits", "seed", "setstate"):
+        if name not in vars(random.Random):
+            patches.add(
+                random.Random, name, _other_draws(patches, name, getattr(random.Random, name))
+            )
+    numpy_random = sys.modules.get("numpy.random")
+    for name in getattr(numpy_random, "__all__", ()):
+        fn = getattr(numpy_random, name, None)
+        if _numpy_global(fn) and name not in ("get_state", "get_bit_generator"):
+            patches.replace(numpy_random, name, _other_draws(patches, f"numpy.random.{name}", fn))
 
 
 def _watch_environ(patches: Patches) -> None:
@@ -203,6 +215,39 @@ def _wrap_random(patches: Patches, name: str, fn):
             t.drawing = False
 
     draw.__name__ = draw.__qualname__ = name
+    draw.__doc__ = fn.__doc__
+    draw.__wrapped__ = fn
+    return draw
+
+
+def _numpy_global(fn) -> bool:
+    """Is ``fn`` a method of NumPy's global RandomState (``np.random.uniform``)?"""
+    state = getattr(sys.modules.get("numpy.random.mtrand"), "_rand", None)
+    return state is not None and getattr(fn, "__self__", None) is state
+
+
+def _other_draws(patches: Patches, name: str, fn):
+    """``fn`` (a ``random.Random`` method, a NumPy ``np.random`` function) wrapped:
+    a draw no trace makes again (a trace keeps the value drawn while tracing) runs
+    the call eagerly (``RunsEagerly``; refused under fullgraph); the module-level
+    ``random`` functions, drawn on every call (``draws.py``), pass."""
+
+    def draw(*args, **kwargs):
+        t = patches.current()
+        self = args[0] if args else None
+        if t is None or t.drawing or self is getattr(random, "_inst", None):
+            return fn(*args, **kwargs)
+        what = name if "." in name else f"{type(self).__name__}.{name}"
+        if t.draw is None:  # where nothing draws per call: warned, as `random` is
+            t.saw("random", _random_message(what))
+            return fn(*args, **kwargs)
+        where = user_location()
+        raise RunsEagerly(
+            f"`{what}` at {where} draws from a generator a trace does not draw from again",
+            "draw with torch (torch.rand, torch.randint), or draw outside and pass the value in",
+        )
+
+    draw.__name__ = draw.__qualname__ = name.rpartition(".")[2]
     draw.__doc__ = fn.__doc__
     draw.__wrapped__ = fn
     return draw

@@ -256,3 +256,63 @@ def test_a_tensor_subclass_made_inside_runs_the_call_eagerly():
         assert type(got) is _Wrapper
         torch.testing.assert_close(got._data + 1, want._data + 1)
     torch.testing.assert_close(first._data, torch.full((2,), 2.0))
+
+
+class _Box:
+    pass
+
+
+def _how_many(a, b, t):
+    return t + 1 if len({a, b}) == 1 else t - 1
+
+
+def test_which_arguments_are_one_object_is_guarded():
+    """dynamo's test_object_alias_relation: f(box, box) then f(Box(), Box())."""
+    jf = symshape.jit(_how_many)
+    box = _Box()
+    for a, b in [(box, box), (_Box(), _Box()), (box, box), (box, _Box())]:
+        x = torch.zeros(2)
+        assert torch.equal(jf(a, b, x), _how_many(a, b, x))
+
+
+class _Callable:
+    def __call__(self, x):
+        return x + 1
+
+
+def test_a_class_method_rebound_after_the_trace_is_seen():
+    """dynamo's test_dunder_call_recompile: `Foo.__call__ = ...` between calls."""
+    jf = symshape.jit(lambda x, f: f(x))
+    f, x = _Callable(), torch.ones(2)
+    old = _Callable.__call__
+    try:
+        assert torch.equal(jf(x, f), x + 1)
+        _Callable.__call__ = lambda self, x: x + 2
+        assert torch.equal(jf(x, f), x + 2)
+        _Callable.__call__ = old
+        assert torch.equal(jf(x, f), x + 1)
+    finally:
+        _Callable.__call__ = old
+
+
+class _Node:
+    def __init__(self, x):
+        self.x = x
+
+
+torch.utils._pytree.register_pytree_node(_Node, lambda p: ((p.x,), None), lambda xs, _: _Node(xs[0]))
+
+
+def _bump(p):
+    p.x = p.x + 1
+    return p.x * 2
+
+
+def test_a_registered_pytree_object_is_the_object_passed():
+    """dynamo's nonstrict_custom_class_side_effects: a class registered as a pytree
+    node is not rebuilt from its children, so what the call writes into it stays."""
+    jf = symshape.jit(_bump)
+    for n in (2, 2, 3):
+        p, q = _Node(torch.ones(n)), _Node(torch.ones(n))
+        assert torch.equal(jf(p), _bump(q))
+        assert torch.equal(p.x, q.x)

@@ -7,6 +7,7 @@ runs eagerly with one warning (an error under ``fullgraph=True``)."""
 import random
 import warnings
 
+import numpy as np
 import pytest
 import torch
 from harness import assert_same
@@ -225,3 +226,37 @@ def test_a_draw_after_a_read_of_data_runs_the_call_eagerly():
         got = [jf(torch.full((3,), v)) for v in values]
     assert_same(got, want)
     assert jf.stats.eager_calls >= 3
+
+
+_RNG = random.Random(0)
+
+
+def _instance_draw(x):
+    return x + _RNG.random()
+
+
+def _passed_draw(x, rng):
+    return x + rng.randint(1, 9)
+
+
+def _numpy_draw(x):
+    return x + torch.tensor(np.random.uniform(-1, 1, size=(2,)), dtype=x.dtype)
+
+
+@pytest.mark.parametrize("fn", [_instance_draw, _passed_draw, _numpy_draw])
+def test_draws_from_other_generators_run_the_call_eagerly(fn):
+    """dynamo's test_unspec random_object tests: a random.Random of the program's,
+    or NumPy's global generator, drawn as eager draws (they had been the traced
+    call's numbers on every call); refused under fullgraph."""
+    seen = []
+    for f in (fn, symshape.jit(fn)):
+        _RNG.seed(0)
+        np.random.seed(0)
+        rngs = [random.Random(12), random.Random(12), random.Random(3)]
+        args = [(torch.zeros(2), r) if fn is _passed_draw else (torch.zeros(2),) for r in rngs]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TraceTimeSideEffectWarning)
+            seen.append([f(*a).tolist() for a in args] + [_RNG.random(), np.random.rand()])
+    assert seen[1] == seen[0]
+    with pytest.raises(TracingError, match="draws from a generator"):
+        symshape.jit(fn, fullgraph=True)(*args[0])

@@ -24,9 +24,10 @@ What cannot be drawn again makes the function run eagerly (``DrawsEagerly``),
 with the state put back first: a decision in Python on a drawn float, a draw
 whose result is not a number (``choice``, ``shuffle``, ``sample``), a draw
 with a tensor among its arguments, and draws in a trace that splits at reads
-of tensor data. Instances of ``random.Random`` and functions bound by ``from
-random import random`` before tracing are not seen: their draws stay those of
-the traced call (the README's limits).
+of tensor data. So do draws from a ``random.Random`` instance and from NumPy's
+global generator (``trace/side_effects.py``). Functions bound by ``from random
+import random`` before tracing are not seen: their draws stay those of the
+traced call (design.md's limits).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import re
 import types
 import weakref
 
@@ -92,6 +93,20 @@ class ObjectInputs:
         for kind in ("attr", "item"):
             self._swap(obj, kind, {k: v for (w, k), v in new.items() if w == kind})
         return obj
+
+    def _aliasing(self, value, src: str, label: str, out: list) -> None:
+        """Which of the objects of one class passed as arguments are one object
+        (`len({a, b})`, `a is b`): as when traced, on every call."""
+        for other, osrc, olabel in self.object_args:
+            if type(other) is type(value):
+                same = other is value
+                self.fail(
+                    f"{src} is {'not ' if same else ''}{osrc}",
+                    f"{label} is {'' if same else 'not '}the object {olabel} is",
+                    None,
+                    into=out,
+                )
+        self.object_args.append((value, src, label))
 
     def _partial(self, value, src: str, label: str, out: list, path: str):
         """A ``functools.partial``: its function, arguments and keywords, each as an
@@ -214,6 +229,8 @@ class ObjectInputs:
                 "its items are found by identity (`x in s` of the tensor passed in), and "
                 "its order is their hashes'. Fix: pass the tensors in a list or a tuple"
             )
+        if _ARGUMENT.fullmatch(src):
+            self._aliasing(value, src, label, out)
         inner: list = []  # the fetches of its tensors and ints, after its guard
         holes: set = set()
         if t not in (set, frozenset):
@@ -268,6 +285,9 @@ class ObjectInputs:
             new[k] = self.walk(v, f"{loc}[{ksrc}]", f"{label}[{k!r}]", out, path=f"{path}[{ksrc}]")
         self._swap(value, "item", new)
         return value
+
+
+_ARGUMENT = re.compile(r"args\[\d+\]|kwargs\['[^']*'\]")  # the call's own arguments
 
 
 def _parts(obj) -> list:

@@ -178,6 +178,8 @@ class Builder(ObjectInputs, ModuleInputs):
     tree: object = None  # the TreeGuard, once emit_modules made it
     swaps: list = field(default_factory=list)  # (container, "attr"/"item", key, proxy)
     tensor_keys: list = field(default_factory=list)  # (mapping, a tensor key of it)
+    # (object, source, label) of the objects passed as arguments: which are one object
+    object_args: list = field(default_factory=list)
     tracked: dict = field(default_factory=dict)  # id -> (container, path): writes replayed
     module_paths: dict = field(default_factory=dict)  # id(module) -> its path from m/args
     attr_proxies: dict = field(default_factory=dict)  # (id(module), name) -> proxy of a tensor
@@ -195,7 +197,7 @@ class Builder(ObjectInputs, ModuleInputs):
         for held in (
             self.values, self.objects, self.roots, self.root_srcs, self.module_of,
             self.tracked, self.swaps, self.slots, self.aliases, self.attr_proxies, self.module_aliases,
-            self.tensor_keys,
+            self.tensor_keys, self.object_args,
             self.proxy_of, self.tensor_local, self.tensors, self.leaves, self.tensor_inputs,
             self.tensor_args,
         ):  # fmt: skip
@@ -268,8 +270,9 @@ class Builder(ObjectInputs, ModuleInputs):
             return self.module(value, src, label, out, path)
         node = pytree.SUPPORTED_NODES.get(t)
         # a pytree node (an OrderedDict subclass) walked as its children; a dict subclass
-        # with attributes of its own (a ModelOutput) as the object it is, below: its items
-        # and attributes apart (`o.attentions = None` leaves its item), its writes replayed
+        # with attributes of its own (a ModelOutput), or a plain object of a registered
+        # class, as the object it is, below: its items and attributes apart
+        # (`o.attentions = None` leaves its item), its writes replayed
         if node is not None and not isinstance(value, tuple) and not _own_attributes(value):
             return self._pytree(value, node, src, label, out, path)
         if t is functools.partial:
@@ -749,8 +752,13 @@ __all__ = ["DYNAMIC", "Builder", "Check", "Prologue"]
 
 
 def _own_attributes(value) -> bool:
-    """Is ``value`` a dict subclass's instance with attributes of its own?"""
-    return isinstance(value, dict) and bool(getattr(value, "__dict__", None))
+    """Is ``value`` a pytree node that is an object of its own: a dict subclass's
+    instance with attributes of its own (a ModelOutput), or a plain object of a
+    class registered as a node? It is walked as the object it is, its writes
+    replayed, not rebuilt from its children."""
+    if isinstance(value, dict):
+        return bool(getattr(value, "__dict__", None))
+    return not isinstance(value, (list, tuple, set)) and is_plain_object(value)
 
 
 def _subclass_input(t: torch.Tensor, label: str) -> torch.Tensor:

@@ -587,6 +587,15 @@ class ObjectGuard:
         return f"<state of {self.label}>"
 
 
+# what Python keeps in a class's dict about the class, not what its instances do
+# (`__annotations__` is made on first access); its methods, `__call__` and `__add__`
+# included, are compared
+_BOOKKEEPING = frozenset(
+    {"__dict__", "__weakref__", "__module__", "__doc__", "__qualname__", "__annotations__",
+     "__firstlineno__", "__static_attributes__", "__annotate__"}
+)  # fmt: skip
+
+
 class ClassGuard:
     """A class whose attributes the trace read through an instance (a method,
     ``self.k`` found on the class): its dict's version, then the entries."""
@@ -601,7 +610,7 @@ class ClassGuard:
         self.entries = {
             k: (Value(v) if isinstance(v, _SCALAR) else Ident(v))
             for k, v in self.dict.items()
-            if not (k.startswith("__") and k.endswith("__"))
+            if k not in _BOOKKEEPING
         }
 
     def fast(self) -> bool:
@@ -625,7 +634,7 @@ class ClassGuard:
             if r is not None:
                 return r
         for k in self.dict:
-            if k not in self.entries and not (k.startswith("__") and k.endswith("__")):
+            if k not in self.entries and k not in _BOOKKEEPING:
                 return f"{name}.{k} was set on the class"
         return None
 
