@@ -33,7 +33,7 @@ import warnings
 
 import torch
 
-from symshape.sym.source import is_stdlib_file, is_user_file, user_location
+from symshape.sym.source import PACKAGE_DIR, is_stdlib_file, is_user_file, user_location
 from symshape.trace.context import current
 from symshape.trace.errors import RunsEagerly
 from symshape.trace.patching import Patches
@@ -220,6 +220,21 @@ def _wrap_random(patches: Patches, name: str, fn):
     return draw
 
 
+def _programs() -> bool:
+    """Is the draw the program's own: out from it, past the standard library's and
+    installed packages' frames, is the program's code met before symshape's (not
+    sympy's shuffle inside torch's shape reasoning, which symshape called)?"""
+    f = sys._getframe(2)
+    while f is not None:
+        name = f.f_code.co_filename
+        if name.startswith(PACKAGE_DIR):
+            return False
+        if is_user_file(name) and "-packages" + os.sep not in name:
+            return True
+        f = f.f_back
+    return False
+
+
 def _numpy_global(fn) -> bool:
     """Is ``fn`` a method of NumPy's global RandomState (``np.random.uniform``)?"""
     state = getattr(sys.modules.get("numpy.random.mtrand"), "_rand", None)
@@ -235,7 +250,7 @@ def _other_draws(patches: Patches, name: str, fn):
     def draw(*args, **kwargs):
         t = patches.current()
         self = args[0] if args else None
-        if t is None or t.drawing or self is getattr(random, "_inst", None):
+        if t is None or t.drawing or self is getattr(random, "_inst", None) or not _programs():
             return fn(*args, **kwargs)
         what = name if "." in name else f"{type(self).__name__}.{name}"
         if t.draw is None:  # where nothing draws per call: warned, as `random` is
