@@ -476,7 +476,7 @@ class TraceContext(Aliasing):
             return self.known(nonzero) is not False
         return self.guard(nonzero)
 
-    def float_binop(self, op: str, a: SymNode, b: SymNode) -> SymNode:
+    def float_binop(self, op: str, a: SymNode, b: SymNode) -> SymNode | complex:
         if isinstance(a.value, F.Opaque) or isinstance(b.value, F.Opaque):
             return self._opaque_binop(op, a, b)
         ra, rb = self.as_ratio(a), self.as_ratio(b)
@@ -511,7 +511,10 @@ class TraceContext(Aliasing):
             "max": lambda: max(x, y),
             "min": lambda: min(x, y),
         }[op]
-        return SymNode(self, fn(), "float")
+        v = fn()
+        if type(v) is complex:  # a negative number to a fractional power: Python's
+            return v  # complex, for the values just specialized
+        return SymNode(self, v, "float")
 
     def _opaque_binop(self, op: str, a: SymNode, b: SymNode) -> SymNode:
         fn = {

@@ -300,7 +300,9 @@ class _Node:
         self.x = x
 
 
-torch.utils._pytree.register_pytree_node(_Node, lambda p: ((p.x,), None), lambda xs, _: _Node(xs[0]))
+torch.utils._pytree.register_pytree_node(
+    _Node, lambda p: ((p.x,), None), lambda xs, _: _Node(xs[0])
+)
 
 
 def _bump(p):

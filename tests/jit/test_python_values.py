@@ -591,3 +591,18 @@ def test_repr_str_and_format_of_a_traced_tensor_are_its_values():
         torch.testing.assert_close(got[-1], want[-1])
     with pytest.raises(symshape.DataDependentError, match="reads its values"):
         symshape.jit(_texts, fullgraph=True)(torch.ones(2, 2))
+
+
+def _root(x, a):
+    return x + 1, a**0.5, (a * 1.0) ** 1.5
+
+
+def test_a_negative_number_to_a_fractional_power_is_pythons_complex():
+    """dynamo's test_unspec programs with a sign change: Python gives a complex
+    (it had crashed converting it to a float)."""
+    jf = symshape.jit(_root)
+    for a in (4, -4, -9, 9, -4.0, 2.25):
+        x = torch.ones(2)
+        got, want = jf(x, a), _root(x, a)
+        assert torch.equal(got[0], want[0]) and got[1:] == want[1:], a
+        assert [type(v) for v in got[1:]] == [type(v) for v in want[1:]]
