@@ -292,3 +292,31 @@ def test_a_deleted_global_is_guarded_present_or_absent():
         got = jg(torch.ones(2))
         assert "_GONE" not in globals()
         assert got.tolist() == ([2.0, 2.0] if present else [3.0, 3.0])
+
+
+_G = 1
+
+
+def _reinsert(x):
+    global _G, _NEW
+    del _G
+    _NEW = 2
+    _G = 3
+    return x + 1
+
+
+def test_a_global_deleted_and_stored_again_keeps_eagers_order():
+    """dynamo's test_global delete-then-store: `del g; new = 2; g = 3` leaves g
+    after new in the module's dict, on every call the trace serves."""
+    global _G, _NEW
+    jf = symshape.jit(_reinsert)
+    for f in (_reinsert, jf, jf, jf):
+        g = globals()
+        g.pop("_NEW", None)
+        g.pop("_G", None)
+        _G = 1
+        g["_PAD"] = 0  # a key after _G
+        f(torch.zeros(2))
+        names = [k for k in g if k in ("_G", "_NEW", "_PAD")]
+        assert names == ["_PAD", "_NEW", "_G"] and (_G, _NEW) == (3, 2)
+    assert jf.stats.cache_hits >= 1

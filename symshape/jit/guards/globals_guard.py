@@ -224,6 +224,8 @@ class GlobalWrites:
 
     def __init__(self, gg: GlobalsGuard):
         self.names = [(g, {n: g.get(n, _MISSING) for n in names}) for g, names in gg.stored]
+        # each dict's keys in order (`del g; new = 2; g = 3` puts g after new)
+        self.orders = [list(g) for g, _ in gg.stored]
         self.cells = [(n, c, cell_contents(c)) for n, c in gg.all_cells]
         # the user's classes' own attributes (`type(self).count += n`, `K.last = y`)
         self.class_attrs = [(c.cls, _class_attrs(c.cls)) for c in gg.classes]
@@ -243,11 +245,14 @@ class GlobalWrites:
         """The writes, as ``(path, kind, key, value)`` (``const(obj)``: a path to
         ``obj``), with the state put back."""
         out = []
-        for g, before in self.names:
-            for n, old in before.items():
-                new = g.get(n, _MISSING)
-                if new is old:
-                    continue
+        for (g, before), order in zip(self.names, self.orders):
+            at = {k: i for i, k in enumerate(g)}
+            moved = _moved(order, at, before)
+            changed = [n for n, old in before.items() if g.get(n, _MISSING) is not old]
+            for n in sorted({*changed, *moved}, key=lambda n: at.get(n, -1)):  # eager's order
+                new, old = g.get(n, _MISSING), before[n]
+                if n in moved:  # taken out and put back: at the end, as eager has it
+                    out.append((const(g), "delitem", n, None))
                 out.append((const(g), "delitem" if new is _MISSING else "item", n, new))
                 if old is _MISSING:
                     del g[n]
@@ -278,6 +283,18 @@ class GlobalWrites:
                 out.extend((const(c), kind, key, v) for kind, key, v in found)
                 restore(c, before)
         return out
+
+
+def _moved(order: list, at: dict, names) -> set:
+    """The ``names`` taken out of a dict and put back (now after a key that came
+    after them in ``order``, or after a new one); ``at``: each key's place now."""
+    was = {k: i for i, k in enumerate(order)}
+    end = len(order)
+    return {
+        n
+        for n in names
+        if n in at and n in was and any(at[k] < at[n] for k in at if was.get(k, end) > was[n])
+    }
 
 
 def _class_attrs(cls: type) -> dict:
