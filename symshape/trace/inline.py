@@ -69,10 +69,41 @@ _DENSE_HOPS = ("flex_attention",)
 
 def _dense(hop) -> Callable | None:
     """``flex_attention``'s eager implementation: the scores, ``score_mod`` and
-    ``mask_mod`` under vmap, the softmax, all traced (its gradient is the trace's)."""
+    ``mask_mod`` under vmap, the softmax, all traced (its gradient is the trace's);
+    a leaf function's call (``_leaf``)."""
+    if hop.name() == "invoke_leaf_function":
+        return _leaf(hop)
     if hop.name() not in _DENSE_HOPS:
         return None
     return hop.py_kernels.get(torch._C.DispatchKey.CompositeExplicitAutograd)
+
+
+def _leaf(hop) -> Callable:
+    """``@torch._dynamo.decorators.leaf_function``: its Python runs on every call,
+    eagerly, at a split of the trace; its fake implementation, traced first, gives
+    the wrapper the structure of the result it unflattens (it had found none)."""
+    from torch._higher_order_ops.invoke_leaf_function import unflatten_args_with_modules
+
+    from symshape.trace.context import current
+    from symshape.trace.eager import NOT_SPLIT, eager_call
+    from symshape.trace.errors import UnsupportedOpError
+
+    def leaf(real, fake, spec, mutated, *flat, **kwargs):
+        with unflatten_args_with_modules(flat, spec) as (a, kw):  # as the op calls it
+            fake(*a, **kw)  # its wrapper records the result's structure, which the caller reads
+        args = (real, fake, spec, mutated, *flat)
+        why = "its Python runs per call"
+        out = eager_call(current(), hop, "leaf function", args, kwargs, why)
+        if out is NOT_SPLIT:  # fullgraph: no split to run it at
+            raise UnsupportedOpError(
+                "torch.ops.higher_order.invoke_leaf_function",
+                None,
+                "A leaf function's Python runs eagerly on every call, at a split of the "
+                "trace, which fullgraph=True does not allow.",
+            )
+        return out
+
+    return leaf
 
 
 def _checks(code) -> bool:
