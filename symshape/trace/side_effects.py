@@ -214,10 +214,7 @@ def _wrap_random(patches: Patches, name: str, fn):
         finally:
             t.drawing = False
 
-    draw.__name__ = draw.__qualname__ = name
-    draw.__doc__ = fn.__doc__
-    draw.__wrapped__ = fn
-    return draw
+    return _standing_for(draw, name, fn)
 
 
 def _programs() -> bool:
@@ -262,10 +259,15 @@ def _other_draws(patches: Patches, name: str, fn):
             "draw with torch (torch.rand, torch.randint), or draw outside and pass the value in",
         )
 
-    draw.__name__ = draw.__qualname__ = name.rpartition(".")[2]
-    draw.__doc__ = fn.__doc__
-    draw.__wrapped__ = fn
-    return draw
+    return _standing_for(draw, name.rpartition(".")[2], fn)
+
+
+def _standing_for(wrapper, name: str, fn):
+    """``wrapper``, named and documented as the ``fn`` it wraps."""
+    wrapper.__name__ = wrapper.__qualname__ = name
+    wrapper.__doc__ = fn.__doc__
+    wrapper.__wrapped__ = fn
+    return wrapper
 
 
 _patches = Patches(_install)

@@ -657,8 +657,9 @@ def _guard_python_state(b: Builder, fn, module, inputs: tuple):
     # a library's module (nn.Sequential, GPT2Model) has no forward of the program's, but
     # may hold the program's modules, or be called on its tensor subclass
     gg = GlobalsGuard(*fns, classes=classes) if fns or any(map(user_class, classes)) else None
-    if gg and gg.tensor_sets():
-        name, _ = gg.tensor_sets()[0]
+    sets = gg.tensor_sets() if gg else ()
+    if sets:
+        name, _ = sets[0]
         cannot_trace(
             b.ctx,
             f"{name} is a set of tensors, which a trace cannot stand for (it finds its "

@@ -119,28 +119,24 @@ class GlobalsGuard:
         scoped = any(names for _, names, _ in self.scopes) or self.stored
         return bool(self.cells or self.defaults or scoped or self.classes)
 
+    def _read(self) -> list:
+        """``(name, value)`` of the globals (there now) and closure variables it reads."""
+        named = [(n, g[n]) for g, names, _ in self.scopes for n in names if n in g]
+        return named + [(n, v) for n, _, v, _ in self.cells]
+
     def tensor_sets(self) -> list:
         """``(name, set)`` for the sets holding tensors among the globals and closure
         variables it reads."""
-        named = [(n, g[n]) for g, names, _ in self.scopes for n in names if n in g]
-        named += [(n, v) for n, _, v, _ in self.cells]
         return [
             (n, v)
-            for n, v in named
+            for n, v in self._read()
             if type(v) in (set, frozenset) and any(isinstance(i, torch.Tensor) for i in v)
         ]
 
     def modules(self) -> list:
         """``(name, module)`` for the nn.Modules it reads (globals, closure cells, then
         default arguments: ``lambda x, m=lin: m(x)``)."""
-        out = [
-            (n, g[n])
-            for g, names, _ in self.scopes
-            for n in names
-            if isinstance(g.get(n), nn.Module)
-        ]
-        out += [(n, v) for n, _, v, _ in self.cells if isinstance(v, nn.Module)]
-        out += [(n, v) for n, v in _default_values(f for f, _, _ in self.defaults)]
+        out = self._read() + _default_values(f for f, _, _ in self.defaults)
         return [(n, v) for n, v in out if isinstance(v, nn.Module)]
 
     def settle(self) -> None:
