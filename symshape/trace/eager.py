@@ -35,7 +35,7 @@ NOT_SPLIT = object()  # what eager_call returns where the trace does not split
 
 
 # what an op run eagerly may be that only reads a tensor's layout (``Read.eager``)
-_QUERIES = frozenset(
+_QUERIES = tuple(
     getattr(torch.Tensor, n) for n in ("storage_offset", "stride", "is_contiguous", "data_ptr")
 )
 
@@ -70,7 +70,8 @@ def eager_call(ctx, func, name: str, args: tuple, kwargs: dict, why: str):
 
     text = f"`{name}` ({why}: it runs eagerly)"
     # a query of a tensor's layout changes nothing: the call may still run again eagerly
-    eager = "query" if func in _QUERIES else True
+    # by identity: a callable eager runs may be unhashable (a TorchScript function)
+    eager = "query" if any(func is q for q in _QUERIES) else True
     value = ctx.read("eager", inputs, convert, text, eager=eager)
     return _standing_for(ctx, len(ctx.split.marks) - 1, value)
 
