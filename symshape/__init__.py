@@ -48,6 +48,7 @@ else:
     from symshape.jit.backends.cudagraphs import CudaGraphWarning
     from symshape.jit.frontend.api import CacheLimitWarning
     from symshape.jit.frontend.explain import Explanation
+    from symshape.jit.frontend.stance import RecompileError
     from symshape.jit.frontend.vjp import VJP, vjp
     from symshape.jit.padding import PaddingError
     from symshape.jit.splits.continuation import SplitLimitWarning
@@ -77,6 +78,7 @@ __all__ = [
     "JitFunction",
     "JitModule",
     "PaddingError",
+    "RecompileError",
     "RuntimeAssertionError",
     "ShapeEnv",
     "SplitLimitWarning",

@@ -22,6 +22,12 @@ through the attribute, so they answer the same. Code that bound the function
 itself at import (``from torch.compiler import is_compiling`` at module level)
 keeps the original and sees ``False``.
 
+A function the program calls that ``torch.compiler.disable`` (or
+``torch._dynamo.disable``) wraps runs eagerly under ``torch.compile``, so there
+``is_compiling()`` answers ``False``; symshape traces it, with the same answer.
+With ``recursive=False`` only the wrapped function's own frame answers so; the
+functions it calls answer ``True``, as TorchDynamo traces them.
+
 A library may take a path under compile that is weaker than its eager one for a
 reason that holds only for a tracer that cannot run Python. Where symshape knows
 of one, the library's own check keeps eager's answer while tracing (``EAGER_ANSWER``).
@@ -30,7 +36,9 @@ of one, the library's own check keeps eager's answer while tracing (``EAGER_ANSW
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
+import types
 from collections.abc import Iterator
 
 import torch
@@ -59,7 +67,9 @@ def _install(patches: Patches) -> None:
 
 def _answer(original, patches: Patches):
     def is_compiling() -> bool:
-        return patches.current() is not None or original()
+        if patches.current() is None:
+            return original()
+        return not _disabled(sys._getframe(1))
 
     is_compiling.__doc__ = original.__doc__
     is_compiling.__module__ = original.__module__
@@ -72,6 +82,51 @@ def _eager(original):
         return original()  # torch.compile's answer, never symshape's
 
     return is_compiling
+
+
+_TORCH = os.path.dirname(torch.__file__) + os.sep
+_SYMSHAPE = os.path.dirname(os.path.dirname(__file__)) + os.sep
+
+
+def _disable_codes() -> tuple:
+    """The code of ``torch.compiler.disable``'s wrappers: recursive and not (none
+    before TorchDynamo is loaded, as no function can have been disabled)."""
+    ef = sys.modules.get("torch._dynamo.eval_frame")
+    dec = sys.modules.get("torch._dynamo.decorators")
+    if ef is None or dec is None:
+        return None, None
+    call = vars(getattr(ef, "DisableContext", object)).get("__call__")
+    consts = getattr(getattr(call, "__code__", None), "co_consts", ())
+    wrap = next((c for c in consts if type(c) is types.CodeType and c.co_name == "_fn"), None)
+    return wrap, getattr(dec, "_nonrecursive_disable_wrapper_code", None)
+
+
+def _disabled(frame) -> bool:
+    """Whether ``frame``, which asks ``is_compiling()``, runs inside a function the
+    traced program calls through ``torch.compiler.disable``."""
+    recursive, flat = _disable_codes()
+    if recursive is None and flat is None:
+        return False
+    while frame is not None and frame.f_code.co_filename.startswith(_TORCH):
+        frame = frame.f_back  # torch's own helpers (torch._dynamo.is_compiling)
+    if frame is not None and frame.f_back is not None and frame.f_back.f_code is flat:
+        return _in_trace(frame.f_back)
+    while frame is not None:
+        if frame.f_code is recursive:
+            return _in_trace(frame)
+        if frame.f_code.co_filename.startswith(_SYMSHAPE):
+            return False  # the trace's edge: a disabled caller outside it is not eager's
+        frame = frame.f_back
+    return False
+
+
+def _in_trace(frame) -> bool:
+    """Whether a symshape frame (the trace's call of the program) is outside ``frame``."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(_SYMSHAPE):
+            return True
+        frame = frame.f_back
+    return False
 
 
 _state = Patches(_install)

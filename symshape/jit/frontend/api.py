@@ -28,7 +28,7 @@ from torch import nn
 
 from symshape.jit.backends import compiled, cudagraphs
 from symshape.jit.boundary.outputs import unflatten
-from symshape.jit.frontend import failures, wrapping
+from symshape.jit.frontend import failures, stance, wrapping
 from symshape.jit.frontend.cache_limit import cache_limit_message, user_stacklevel
 from symshape.jit.frontend.draws import DrawsEagerly, decision_message
 from symshape.jit.frontend.entries import TraceEntry
@@ -68,6 +68,7 @@ class JitFunction:
     # passed as the first argument of the method's function on every call
     _bound = _UNBOUND = object()
     _eager_reason: str | None = None  # why every call runs eagerly (wrapping.check_traceable)
+    _stance_eager = False  # a call ran eagerly under set_stance("eager_then_compile")
 
     def __init__(
         self,
@@ -143,6 +144,9 @@ class JitFunction:
             return self._fn(*args, **kwargs)
         if self._eager_reason is not None:
             return self._untraceable(self._eager_reason, args, kwargs)
+        if stance.current() == "force_eager":  # torch.compiler.set_stance
+            self.stats.eager_calls += 1
+            return self._fn(*args, **kwargs)
         try:
             out = self._cached(args, kwargs)
             return self._miss(args, kwargs) if out is _MISS else out
@@ -201,6 +205,9 @@ class JitFunction:
                     raise InputSpecError(
                         f"{self.__name__}: an input violates its declared range: {why}"
                     )
+            out = self._by_stance(reasons, args, kwargs)
+            if out is not _MISS:
+                return out
             if sum(e.root for e in self._entries) >= self._limit:
                 return self._eager(args, kwargs, reasons)
             if self._entries:
@@ -249,6 +256,22 @@ class JitFunction:
         if entry.split is not None:
             return continuation.run(self, entry, r, m, args, kwargs, fresh=True)
         return self._run(entry, r, args, kwargs, rebase=False)
+
+    def _by_stance(self, reasons: list, args, kwargs):
+        """A call that would trace, under ``torch.compiler.set_stance``: run eagerly,
+        refused, or ``_MISS`` where it traces (``stance.py``)."""
+        now = stance.current()
+        if now == stance.DEFAULT:
+            return _MISS
+        if now == "fail_on_recompile":
+            raise stance.refuse(self.__name__, reasons)
+        why = stance.runs_eagerly(now, bool(self._entries), self._stance_eager)
+        if why is None:
+            return _MISS
+        self._stance_eager = True
+        self.stats.eager_calls += 1
+        log.info("symshape: %s: %s", self.__name__, why, extra={"symshape_log": "recompiles"})
+        return self._fn(*args, **kwargs)
 
     def _note_recompile(self, reasons: list, notes: list) -> None:
         """Record (and log) why a call that no entry accepts traces again:
@@ -392,6 +415,7 @@ class JitFunction:
             self.stats = Stats()
             self._warned = self._untraceable_warned = False
             self._draws_eagerly = None
+            self._stance_eager = False
 
     def __get__(self, obj, objtype=None):
         # @symshape.jit on a method: a bound method, so jit(obj.method) sees obj and
