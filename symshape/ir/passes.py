@@ -58,9 +58,8 @@ class Storages:
                 # equal value, the other tensor would change too
                 self.written.update(self.find(id(v)) for v in n.inputs())
             if "allocates" not in getattr(n.op, "tags", ()):
-                for a in n.inputs():
-                    for b in n.outputs:
-                        self.union(id(a), id(b))
+                for a, b in _aliased(n):
+                    self.union(id(a), id(b))
         self.written = {self.find(k) for k in self.written}
         self.returned = {id(v) for v in iter_vars(trace.output)}
         self.escaping = {self.find(k) for k in self.returned}
@@ -99,6 +98,20 @@ class Storages:
         for a, b in zip(n.outputs, prev.outputs):
             self.union(id(b), id(a))
         return True
+
+
+def _aliased(n: Node) -> list:
+    """``(input, output)`` pairs of ``n`` that may share memory. An op that names the
+    argument its outputs view (``extra["aliases"]``: ``view_as``'s first, a custom
+    Function's forward outputs) pairs output ``i`` with that argument's ``i``-th
+    tensor; any other op, each input with each output, for all we know."""
+    k = getattr(n.op, "extra", {}).get("aliases")
+    if k is not None:
+        ins = list(iter_vars([n.args[k]]))
+        if len(ins) == len(n.outputs):
+            return list(zip(ins, n.outputs))
+        return [(a, b) for a in ins for b in n.outputs]
+    return [(a, b) for a in n.inputs() for b in n.outputs]
 
 
 def cse(trace: Trace) -> Trace:

@@ -135,3 +135,37 @@ def test_requires_grad_on_one_of_two_equal_results_leaves_the_other():
         assert [t.requires_grad for t in want] == [False, True, False]
         torch.testing.assert_close(got, want)
     assert jf.stats.compiles == 1, jf.stats.recompile_reasons
+
+
+class _TwoCopies(torch.autograd.Function):
+    """Two equal outputs whose gradients the backward weighs differently."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone(), x.clone()
+
+    @staticmethod
+    def backward(ctx, g1, g2):
+        return g1 * 10 + g2 * 100
+
+
+def two_copies(x):
+    return _TwoCopies.apply(x)
+
+
+def test_a_custom_functions_equal_outputs_stay_two_tensors():
+    """A Function's outputs are views of what its forward computed: merging two
+    equal forward results would make its two returned outputs one tensor, and
+    each output's gradient the other's too."""
+    jf = symshape.jit(two_copies)
+    for n in (3, 3, 5):
+        x, x2 = torch.randn(n, requires_grad=True), torch.randn(n)
+        got, want = jf(x2), two_copies(x2)
+        assert (got[0] is got[1]) == (want[0] is want[1]) is False
+        got[0].add_(1)
+        want[0].add_(1)
+        torch.testing.assert_close(got, want)
+        a, b = jf(x)
+        assert a is not b
+        (a * 2 + b * 3).sum().backward()
+        torch.testing.assert_close(x.grad, torch.full((n,), 320.0))
