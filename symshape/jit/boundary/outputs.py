@@ -18,7 +18,7 @@ import weakref
 import torch
 import torch.utils._pytree as pytree
 
-from symshape.jit.guards.state import viewed
+from symshape.jit.guards.state import lazy_iterator, viewed
 from symshape.trace.errors import RunsEagerly
 from symshape.trace.generator import DefaultGeneratorProxy, GeneratorProxy
 from symshape.trace.numpy_arrays import is_array, to_numpy
@@ -89,7 +89,7 @@ def flatten(
             return ("ref", refs[id(x)])
         if is_array(x):  # a traced NumPy array: an np.ndarray of its tensor, after the call
             return ("call", to_numpy, [walk(x.tensor)])
-        if _lazy_iterator(x):
+        if lazy_iterator(x):
             return _lazy(x, t, walk)
         if t is DefaultGeneratorProxy:  # what the code named is the real global generator
             return ("const", torch._C.default_generator)
@@ -289,14 +289,6 @@ _REDUCIBLE = frozenset(
         iter(()), iter(range(0)), reversed(range(0)), reversed(()),
     )
 )  # fmt: skip
-
-
-def _lazy_iterator(x) -> bool:
-    """A generator, ``map``/``zip``/``filter``/``enumerate``, a list's iterator, an
-    ``itertools`` object: returned by a trace it would be one object, consumed by
-    the first caller and empty for the rest, or hold the trace's placeholders."""
-    t = type(x)
-    return t.__module__ in ("builtins", "itertools") and isinstance(x, collections.abc.Iterator)
 
 
 def _cell(c):

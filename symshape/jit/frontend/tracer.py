@@ -657,15 +657,8 @@ def _guard_python_state(b: Builder, fn, module, inputs: tuple):
     # a library's module (nn.Sequential, GPT2Model) has no forward of the program's, but
     # may hold the program's modules, or be called on its tensor subclass
     gg = GlobalsGuard(*fns, classes=classes) if fns or any(map(user_class, classes)) else None
-    sets = gg.tensor_sets() if gg else ()
-    if sets:
-        name, _ = sets[0]
-        cannot_trace(
-            b.ctx,
-            f"{name} is a set of tensors, which a trace cannot stand for (it finds its "
-            "items by identity: `x in seen` of the tensor passed in)",
-            "keep the tensors in a list or a dict keyed by a name or an int",
-        )
+    for what, fix in gg.untraceable() if gg else ():
+        cannot_trace(b.ctx, what, fix)
     if gg:  # the hooks of the modules it reaches through globals and closures run too
         known = {id(f) for f in fns}
         extra = [f for f in hook_functions([m for _, m in gg.modules()]) if id(f) not in known]

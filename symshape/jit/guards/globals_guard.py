@@ -23,6 +23,8 @@ from symshape.jit.guards.state import (
     class_guards,
     diff,
     is_plain_object,
+    iterator_input,
+    iterator_within,
     snapshot,
     user_class,
 )
@@ -124,14 +126,20 @@ class GlobalsGuard:
         named = [(n, g[n]) for g, names, _ in self.scopes for n in names if n in g]
         return named + [(n, v) for n, _, v, _ in self.cells]
 
-    def tensor_sets(self) -> list:
-        """``(name, set)`` for the sets holding tensors among the globals and closure
-        variables it reads."""
-        return [
-            (n, v)
-            for n, v in self._read()
-            if type(v) in (set, frozenset) and any(isinstance(i, torch.Tensor) for i in v)
-        ]
+    def untraceable(self) -> list:
+        """``(what, fix)`` for each global or closure variable it reads that no trace
+        can stand for: a set holding tensors, an iterator."""
+        out = []
+        for n, v in self._read():
+            if type(v) in (set, frozenset) and any(isinstance(i, torch.Tensor) for i in v):
+                out.append((
+                    f"{n} is a set of tensors, which a trace cannot stand for (it finds "
+                    "its items by identity: `x in seen` of the tensor passed in)",
+                    "keep the tensors in a list or a dict keyed by a name or an int",
+                ))  # fmt: skip
+            elif (found := iterator_within(v, n)) is not None:
+                out.append(iterator_input(*found))
+        return out
 
     def modules(self) -> list:
         """``(name, module)`` for the nn.Modules it reads (globals, closure cells, then

@@ -19,11 +19,14 @@ from symshape.jit.guards.module_state import (
     hook_dicts,
     join_label,
 )
+from symshape.jit.guards.object_inputs import UntraceableInput
 from symshape.jit.guards.state import (
     ClassGuard,
     Ident,
     ObjectGuard,
     is_plain_object,
+    iterator_input,
+    iterator_within,
     snapshot,
 )
 from symshape.trace.modules import watched_class
@@ -71,6 +74,8 @@ class ModuleInputs:
             if type(t) is torch.Tensor and name.isidentifier():
                 proxy = self.walk(t, f"{loc}.__dict__[{name!r}]", join_label(label, name), mlines)
                 self.attr_proxies[(id(mod), name)] = proxy
+            elif (found := iterator_within(t, join_label(label or "self", name))) is not None:
+                raise UntraceableInput(". Fix: ".join(iterator_input(*found)))
         for name, sub in mod._modules.items():
             if sub is not None:
                 self.module(

@@ -24,6 +24,8 @@ from symshape.jit.guards.state import (
     _instance_dict,
     _slots,
     is_plain_object,
+    iterator_input,
+    lazy_iterator,
     viewed,
 )
 from symshape.trace.errors import TracingError
@@ -81,6 +83,8 @@ class ObjectInputs:
                     new[kind, k] = self.walk(v, where[0], where[1], out, path=where[2])
             elif tv is list or _mapping(v) or (tv is tuple and values) or is_plain_object(v):
                 new[kind, k] = self._contents(v, *where, out, seen, holes, values)
+            elif lazy_iterator(v):
+                raise UntraceableInput(". Fix: ".join(iterator_input(where[1], v)))
             else:
                 new[kind, k] = v  # guarded by the object's snapshot
         if t is tuple:

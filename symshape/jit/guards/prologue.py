@@ -46,6 +46,8 @@ from symshape.jit.guards.state import (
     ObjectGuard,
     class_guards,
     is_plain_object,
+    iterator_input,
+    lazy_iterator,
     user_class,
     viewed,
 )
@@ -291,6 +293,8 @@ class Builder(ObjectInputs, ModuleInputs):
             return value
         if is_plain_object(value) or t in (set, frozenset):  # checked by type and state
             return self._object(value, src, label, out, path)
+        if lazy_iterator(value):
+            raise UntraceableInput(". Fix: ".join(iterator_input(label, value)))
         # Anything else is a constant of the trace, recognized by identity.
         self.globals["_described"] = described
         self.fail(

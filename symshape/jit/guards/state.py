@@ -19,6 +19,7 @@ Lists have no version tag: a list the trace read is compared on every call.
 from __future__ import annotations
 
 import collections
+import collections.abc
 import enum
 import gc
 import logging
@@ -198,6 +199,46 @@ def is_plain_object(v) -> bool:
 
 
 _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
+
+
+def lazy_iterator(x) -> bool:
+    """A generator, ``map``/``zip``/``filter``/``enumerate``, a list's iterator, an
+    ``itertools`` object: its position is hidden state no guard can read."""
+    t = type(x)
+    return t.__module__ in ("builtins", "itertools") and isinstance(x, collections.abc.Iterator)
+
+
+def iterator_within(v, label: str, depth: int = 3) -> tuple[str, object] | None:
+    """``(label, iterator)`` of an iterator ``v`` is or holds, through lists, tuples,
+    dicts and plain objects, ``depth`` levels down; None if none."""
+    if lazy_iterator(v):
+        return label, v
+    if depth == 0:
+        return None
+    t = type(v)
+    if t in (list, tuple) or isinstance(v, dict):
+        items = v.items() if isinstance(v, dict) else enumerate(v)
+        parts = [(f"{label}[{k!r}]", x) for k, x in list(items)[:64]]
+    elif is_plain_object(v) and hasattr(v, "__dict__"):
+        parts = [(f"{label}.{k}", x) for k, x in list(vars(v).items())[:64]]
+    else:
+        return None
+    for where, x in parts:
+        found = iterator_within(x, where, depth - 1)
+        if found is not None:
+            return found
+    return None
+
+
+def iterator_input(label: str, v) -> tuple[str, str]:
+    """Why a call that reads the iterator ``v`` (at ``label``) runs eagerly, and the fix."""
+    return (
+        f"{label} is an iterator (a {type(v).__name__}): how far it has advanced is "
+        "hidden from any guard, so a trace would give every call the items the "
+        "traced call took from it",
+        "pass its items (a list, or the next item) instead of the iterator, or "
+        "advance it outside the jit-compiled function",
+    )
 
 
 def _has_state(v) -> bool:
