@@ -105,3 +105,28 @@ def test_an_attribute_deleted_from_an_input_tensor_is_deleted_on_every_call():
         x.tag = y.tag = n
         assert torch.equal(jf(x), _takes_the_tag(y))
         assert not hasattr(x, "tag") and not hasattr(y, "tag")
+
+
+class _Box:
+    def __init__(self, t):
+        self.t = t
+
+
+def _tags_a_held_tensor(b, x):
+    t = b.t
+    t.seen = getattr(t, "seen", 0) + 1
+    del b.t.tag
+    return x * b.t
+
+
+def test_attributes_set_on_a_tensor_an_argument_holds_are_set_on_every_call():
+    jf = symshape.jit(_tags_a_held_tensor)
+    for n in (2, 3, 3, 5):
+        mine, eager = _Box(torch.full((n,), 2.0)), _Box(torch.full((n,), 2.0))
+        mine.t.tag = eager.t.tag = "x"
+        if n == 3:
+            mine.t.seen = eager.t.seen = 10
+        x = torch.randn(n)
+        torch.testing.assert_close(jf(mine, x), _tags_a_held_tensor(eager, x))
+        assert mine.t.seen == eager.t.seen
+        assert not hasattr(mine.t, "tag") and not hasattr(eager.t, "tag")

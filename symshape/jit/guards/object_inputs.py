@@ -78,7 +78,9 @@ class ObjectInputs:
             if values and (isinstance(v, torch.Tensor) or tv is int or tv is float):
                 holes.add((id(obj), k))
                 if isinstance(v, torch.Tensor):
-                    new[kind, k] = self._tensor(v, where[0], where[1], out, False)
+                    new[kind, k] = p = self._tensor(v, where[0], where[1], out, False)
+                    if self.proxy_of.get(id(v)) is p:  # the attributes the code sets on it
+                        self.tensor_args.append((v, p, where[2]))
                 else:
                     new[kind, k] = self.walk(v, where[0], where[1], out, path=where[2])
             elif tv is list or _mapping(v) or (tv is tuple and values) or is_plain_object(v):
