@@ -159,7 +159,7 @@ class TensorProxy(torch.Tensor):
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         from symshape.sym.source import user_location
         from symshape.trace.context import current  # late: context imports this module at load
-        from symshape.trace.errors import TracingError
+        from symshape.trace.errors import TracingError, cannot_trace
 
         proxies = [a for a in torch.utils._pytree.tree_leaves((args, kwargs)) if type(a) is cls]
         if proxies and all(p._ss_ctx is not current() for p in proxies):
@@ -175,6 +175,19 @@ class TensorProxy(torch.Tensor):
                 "Fix: return tensors (or lists, tuples, dicts of them, or the closure "
                 "itself) from the jit-compiled function and use those; compute inside it what "
                 "the generator computes."
+            )
+        caller = sys._getframe(1)
+        if current() is not None and is_user_file(caller.f_code.co_filename):
+            # the program's own call that PyTorch dispatches without asking Python's
+            # torch-function hooks first (`x.set_(y)`): nothing symshape can record
+            where = user_location()
+            cannot_trace(
+                current(),
+                f"`{func}`{f' (at {where.describe()})' if where is not None else ''} is "
+                "dispatched by PyTorch without the torch-function hook symshape traces "
+                "through, so a trace cannot record it",
+                "call it outside the jit-compiled function, or use an operation that "
+                "makes a new tensor (`y.clone()` in place of `x.set_(y)`)",
             )
         raise TracingError(
             f"`{func}` reached PyTorch's dispatcher with a traced tensor; this is a symshape bug "

@@ -6,6 +6,8 @@ new value after the call (``x.copy_(v)``, ``x.data = v``), so values,
 gradients and identity are eager's. Each test traces at one shape and runs at
 others against eager, ``fullgraph=True`` where the trace must not fall back."""
 
+import warnings
+
 import pytest
 import torch
 from harness import assert_same
@@ -293,3 +295,23 @@ def test_an_attribute_taken_out_and_put_back_keeps_eagers_order():
         x = torch.randn(n)
         assert_same(jf(objs[0], x), _pop_and_put_back(objs[1], x))
         assert list(vars(objs[0]).items()) == list(vars(objs[1]).items())
+
+
+def _sets_storage(x, y):
+    x.set_(y * 2)  # PyTorch dispatches it without asking torch-function hooks
+    return x + 1
+
+
+def test_set_on_an_input_runs_eagerly_and_fullgraph_refuses():
+    jf = symshape.jit(_sets_storage)
+    for i, n in enumerate((3, 3, 5)):
+        x, x2, y = torch.zeros(n), torch.zeros(n), torch.randn(n + 1)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            got = jf(x, y)
+        assert [("set_" in str(w.message)) for w in seen] == ([True] if i == 0 else [])  # once
+        torch.testing.assert_close(got, _sets_storage(x2, y))
+        torch.testing.assert_close(x, x2)  # x now has y's size and values
+    assert jf.stats.eager_calls == 3
+    with pytest.raises(symshape.TracingError, match=r"set_.*dispatched by PyTorch without"):
+        symshape.jit(_sets_storage, fullgraph=True)(torch.zeros(2), torch.ones(3))
