@@ -278,3 +278,39 @@ def test_a_dict_subclasses_getitem_runs_as_often_as_in_eager():
                 dict.__setitem__(d, "a", k + 7)
             seen.append(out)
         assert seen[1] == seen[0]
+
+
+class WithNewList(list):
+    def __new__(cls, items, tag=None):  # wants arguments unpickling does not pass
+        self = super().__new__(cls)
+        self.tag = tag
+        return self
+
+    def __init__(self, items, tag=None):
+        super().__init__(items)
+
+
+class WithNewDict(dict):
+    def __new__(cls, value):
+        self = super().__new__(cls)
+        self.first = value
+        return self
+
+    def __init__(self, value):
+        super().__init__(a=value)
+
+
+def _made_with_new(x):
+    return WithNewList([x + 1], tag=3), WithNewDict(x * 2)
+
+
+def test_a_subclass_whose_new_wants_arguments_is_returned_as_eager_makes_it():
+    jf = symshape.jit(_made_with_new, fullgraph=True)
+    for n in (2, 2, 5):
+        x = torch.randn(n)
+        (gl, gd), (wl, wd) = jf(x), _made_with_new(x)
+        assert type(gl) is WithNewList and type(gd) is WithNewDict
+        torch.testing.assert_close((list(gl), dict(gd)), (list(wl), dict(wd)))
+        assert gl.tag == wl.tag == 3
+        torch.testing.assert_close(gd.first, wd.first)
+        assert gd.first is gd["a"]

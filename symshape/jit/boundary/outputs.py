@@ -442,13 +442,14 @@ def _put(obj, name: str, value) -> None:
 
 def _sequence(s, it, objects, memo):
     """A list, tuple or set subclass, made as unpickling makes one: no ``__init__``,
-    its items through the built-in base, then its attributes."""
+    its items through the built-in base, then its attributes. The base's ``__new__``
+    makes it: the class's own may want arguments, and its work is in the attributes."""
     cls, items, attributes = s[1:]
     values = [_build(c, it, objects, memo) for c in items]
     if issubclass(cls, (tuple, frozenset)):
         obj = (tuple if issubclass(cls, tuple) else frozenset).__new__(cls, values)
     else:
-        obj = cls.__new__(cls)
+        obj = (list if issubclass(cls, list) else set).__new__(cls)
         (list.extend if isinstance(obj, list) else set.update)(obj, values)
     for k, c in attributes:
         _put(obj, k, _build(c, it, objects, memo))
@@ -457,11 +458,11 @@ def _sequence(s, it, objects, memo):
 
 def _mapping(s, it, objects, memo):
     """A dict subclass made as unpickling makes one: ``cls.__new__``, then its items
-    through the built-in base's ``__setitem__`` (not an override's), then its
-    attributes, no ``__init__``."""
+    through the built-in base's ``__new__`` and ``__setitem__`` (not the class's own),
+    then its attributes, no ``__init__``."""
     cls, keys, items, attributes, factory = s[1:]
-    obj = cls.__new__(cls)
     base = next(b for b in cls.__mro__ if b.__module__ in ("builtins", "collections"))
+    obj = base.__new__(cls)
     for k, c in zip(keys, items):
         base.__setitem__(obj, k, _build(c, it, objects, memo))
     for k, c in attributes:
