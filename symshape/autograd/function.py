@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import torch
 
+from symshape.trace.errors import TracingError
+
 
 def make_function(
     name: str,
@@ -71,7 +73,7 @@ def make_function(
         if (
             torch.is_grad_enabled()
         ):  # backward(create_graph=True) / autograd.grad(..., create_graph=True)
-            raise RuntimeError(
+            raise TracingError(  # a RuntimeError, as eager's autograd errors are
                 f"symshape: second-order gradients through {name} are not supported (its backward "
                 "trace is not itself differentiable). Compute higher-order gradients without "
                 "symshape.jit, or call backward without create_graph=True."
