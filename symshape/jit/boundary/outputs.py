@@ -173,6 +173,8 @@ def _structure(x, t: type, walk, rebuilt) -> tuple:
     if t is weakref.ref and isinstance(x(), _TRACED):  # `weakref.ref(t, cb)` of a traced
         callback = [] if x.__callback__ is None else [("const", x.__callback__)]
         return ("call", weakref.ref, [walk(x()), *callback])  # value: to this call's value
+    if isinstance(x, BaseException) and (rebuilt(x) or holds_traced(x)):
+        return _exception(x, t, walk)
     if not (_rebuildable(x) and rebuilt(x)) and not holds_traced(x):
         return ("const", x)
     # walked in the order _build makes them: items, then attributes
@@ -184,6 +186,20 @@ def _structure(x, t: type, walk, rebuilt) -> tuple:
         attributes = [(k, walk(v)) for k, v in _attributes(x)]
         return ("mapping", t, list(x), items, attributes, getattr(x, "default_factory", None))
     return ("object", t, [(k, walk(v)) for k, v in _attributes(x)])
+
+
+_CHAINED = ("__cause__", "__context__", "__suppress_context__")
+
+
+def _exception(x: BaseException, t: type, walk) -> tuple:
+    """An exception the call made (``return ValueError(n)``, one it caught): a new one
+    each call, as eager's, with its ``args``, attributes (``__notes__`` among them)
+    and chained exceptions. Its traceback, of the traced call's frames, is not kept."""
+    # what it is made from, as pickle makes it (OSError's has its filename besides args)
+    reduced = x.__reduce__()
+    args = [walk(a) for a in reduced[1]]  # in the order _made_exception builds them
+    attributes = [(k, walk(v)) for k, v in _attributes(x)]
+    return ("exception", t, args, attributes, [(k, walk(getattr(x, k))) for k in _CHAINED])
 
 
 def _apart(x) -> bool:
@@ -213,6 +229,7 @@ _PARTS = {
     "keyed": ((1, True), (2, True)),
     "mapping": ((3, True), (4, False)), "sequence": ((2, True), (3, False)),
     "lazy": ((2, True), (3, True)), "subclass": ((2, False),),
+    "exception": ((2, True), (3, False), (4, False)),
 }  # fmt: skip
 
 
@@ -425,6 +442,8 @@ def _build(s, it, objects, memo):
         return _mapping(s, it, objects, memo)
     if kind == "sequence":
         return _sequence(s, it, objects, memo)
+    if kind == "exception":
+        return _made_exception(s, it, objects, memo)
     obj = s[1].__new__(s[1])  # object.__new__, or a SimpleNamespace's own
     for k, c in s[2]:
         _put(obj, k, _build(c, it, objects, memo))
@@ -453,6 +472,22 @@ def _sequence(s, it, objects, memo):
         (list.extend if isinstance(obj, list) else set.update)(obj, values)
     for k, c in attributes:
         _put(obj, k, _build(c, it, objects, memo))
+    return obj
+
+
+def _made_exception(s, it, objects, memo):
+    """An exception made as the call made its own: ``__new__`` and the built-in base's
+    ``__init__`` take what it reduces to, its ``args`` (``StopIteration.value``,
+    ``OSError.errno`` come from them; a Python class's ``__init__``, whose parameters are its own, is not called),
+    then its attributes and chained exceptions are set."""
+    cls, args, attributes, chain = s[1:]
+    values = tuple(_build(c, it, objects, memo) for c in args)
+    obj = cls.__new__(cls, *values)
+    next(b for b in cls.__mro__ if b.__module__ == "builtins").__init__(obj, *values)
+    for k, c in attributes:
+        _put(obj, k, _build(c, it, objects, memo))
+    for k, c in chain:
+        setattr(obj, k, _build(c, it, objects, memo))
     return obj
 
 

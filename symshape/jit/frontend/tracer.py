@@ -844,7 +844,7 @@ def _output(
 def _made_by_the_call(b: Builder | None, roots: list):
     """A test of a plain object the function returns: did the call make it? An
     instance of one of the user's classes, of a library's class written in Python
-    (``warnings.catch_warnings()``), or a bare ``object()``, that nothing symshape
+    (``warnings.catch_warnings()``), an exception, or a bare ``object()``, that nothing symshape
     saw before the call holds (an argument, a module, a global or closure
     variable the code read, their objects three levels down) is taken as made by
     it, and made anew on every call as eager makes it (``return x + 1, Box()``);
@@ -854,7 +854,8 @@ def _made_by_the_call(b: Builder | None, roots: list):
     def made(x) -> bool:
         nonlocal known
         t = type(x)
-        if t is not object and not user_class(t) and not python_class(t):
+        ours = t is object or user_class(t) or python_class(t)
+        if not ours and not isinstance(x, BaseException):  # an exception: of any class
             return False
         if known is None:
             known = outputs.reachable(
