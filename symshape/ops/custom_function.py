@@ -63,6 +63,8 @@ class _State:
     # per output of forward, in order: is it a tensor (backward takes None for the others)
     tensor_outputs: tuple = ()
     tensor_inputs: tuple = ()  # per input of apply: is it a tensor (else its gradient is None)
+    # per saved tensor: did it require grad when saved (a backward may ask: checkpoint's)
+    saved_grad: tuple = ()
 
     @property
     def wanted(self) -> list[int]:
@@ -105,7 +107,8 @@ class ReplayCtx:
     """The ``ctx`` the Function's backward receives when the backward runs."""
 
     def __init__(self, st: _State, tensors: tuple, scalars: tuple):
-        self.saved_tensors = tuple(tensors[: st.n_saved])
+        saved = tensors[: st.n_saved]
+        self.saved_tensors = tuple(map(_as_saved, saved, st.saved_grad or (False,) * len(saved)))
         self.needs_input_grad = st.needs_input_grad
         for name, enc in st.attrs.items():
             setattr(self, name, _decode(enc, tensors, scalars))
@@ -115,6 +118,15 @@ class ReplayCtx:
 
     def set_materialize_grads(self, value: bool) -> None:
         return None
+
+
+def _as_saved(t, requires_grad: bool):
+    """A saved tensor as eager's backward unpacks it: requiring grad where the one
+    saved did (reentrant checkpointing re-runs its function on such inputs, and
+    differentiates with respect to those that do)."""
+    if requires_grad and isinstance(t, torch.Tensor) and not t.requires_grad:
+        return t.detach().requires_grad_()
+    return t
 
 
 def _encode(x, tensors: list, scalars: list):
@@ -215,7 +227,8 @@ def _recorded(ctx, cls, fctx: RecordingCtx, args: tuple, out, start: int):
     _STATES[key] = _State(cls, attrs, len(fctx._ss["saved"]), fctx.needs_input_grad,
                           fctx._ss["materialize"], diff,
                           tuple(type(o) is TensorProxy for o in outs),
-                          tuple(isinstance(a, torch.Tensor) for a in args))  # fmt: skip
+                          tuple(isinstance(a, torch.Tensor) for a in args),
+                          tuple(type(t) is TensorProxy and t.requires_grad for t in saved))  # fmt: skip
     metas = tuple(ctx.meta(t).like(requires_grad=d) for t, d in zip(tensors, diff))
     if not metas:
         return out
