@@ -85,6 +85,9 @@ class ObjectInputs:
                     new[kind, k] = self.walk(v, where[0], where[1], out, path=where[2])
             elif tv is list or _mapping(v) or (tv is tuple and values) or is_plain_object(v):
                 new[kind, k] = self._contents(v, *where, out, seen, holes, values)
+            elif tv is set:  # watched for writes (its items are the object's snapshot's)
+                self.tracked.setdefault(id(v), (v, where[2]))
+                new[kind, k] = v
             elif lazy_iterator(v):
                 raise UntraceableInput(". Fix: ".join(iterator_input(where[1], v)))
             else:
@@ -239,6 +242,8 @@ class ObjectInputs:
             self._aliasing(value, src, label, out)
         inner: list = []  # the fetches of its tensors and ints, after its guard
         holes: set = set()
+        if isinstance(value, set):  # what the call adds to it is replayed (writes.py)
+            self.tracked.setdefault(id(value), (value, path))
         if t not in (set, frozenset):
             # its containers are watched for writes; if it holds tensors, it is
             # flattened: its tensors and ints are inputs of their own
