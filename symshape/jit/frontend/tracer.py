@@ -54,6 +54,7 @@ from symshape.jit.guards.globals_guard import (
     GlobalsGuard,
     GlobalWrites,
     cell_contents,
+    contained_functions,
     function_of,
     hook_functions,
     users_function,
@@ -645,6 +646,7 @@ def _guard_python_state(b: Builder, fn, module, inputs: tuple):
     fns = [f] if module is None and isinstance(f, types.FunctionType) else []
     # and those held by what is passed in (a @contextmanager's object: its `func`)
     fns += [f for f in map(function_of, inputs) if f is not None and users_function(f)]
+    fns += [f for f in contained_functions(inputs) if users_function(f)]  # `table["f"](x)`
     forward = getattr(type(module), "forward", None) if module is not None else None
     if isinstance(forward, types.FunctionType) and users_function(forward):
         fns.append(forward)  # the user's own module (an installed package's is not)

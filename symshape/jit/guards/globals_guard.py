@@ -366,7 +366,25 @@ def _reached(fns, limit: int = 4096) -> list:
         ]
         found += [v.__dict__["__wrapped__"] for v in wrappers]
         found += [f for v in wrappers for f in _held_functions(v)]
+        found += contained_functions(found)  # `HANDLERS["relu"](x)`: called from a dict
         todo.extend(v for v in found if isinstance(v, types.FunctionType) and users_function(v))
+    return out
+
+
+def contained_functions(values) -> list:
+    """The functions held one level down in the lists, tuples and dicts, and the
+    attributes of the plain objects, among ``values`` (a table of callbacks)."""
+    out = []
+    for v in values:
+        if type(v) in (list, tuple):
+            items = v[:64]
+        elif isinstance(v, dict):  # past a subclass's own __getitem__
+            items = list(dict.values(v))[:64]
+        elif is_plain_object(v) and not isinstance(v, type):
+            items = list(getattr(v, "__dict__", {}).values())[:64]
+        else:
+            continue
+        out += [x for x in items if type(x) is types.FunctionType]
     return out
 
 
