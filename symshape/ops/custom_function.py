@@ -246,9 +246,14 @@ def _recorded(ctx, cls, fctx: RecordingCtx, args: tuple, out, start: int):
     for t, m in zip(tensors, made):  # an output the forward allocated and kept nothing of
         if id(t._ss_var) in computed and id(t._ss_var) in ctx.allocated and id(t) not in kept:
             ctx.allocated.add(id(m._ss_var))  # may be updated in place as a new value
-    made = iter(made)
-    new = tuple(next(made) if type(o) is TensorProxy else o for o in outs)
-    return new if isinstance(out, tuple) else new[0]
+    # eager's apply gives the forward's own tensor objects their grad_fn: a reference the
+    # forward kept (`z.append(out)`) is the output too, so each now stands for its output
+    for t, m in zip(tensors, made):
+        t._ss_var, t._ss_meta = m._ss_var, m._ss_meta
+        if t.requires_grad != m.requires_grad:
+            with torch._C.DisableTorchFunction():
+                t.requires_grad_(m.requires_grad)
+    return out
 
 
 def _differentiable(ctx, t) -> bool:

@@ -31,3 +31,27 @@ def test_gradients_reach_inputs_the_program_computed(reentrant):
         want.sum().backward()
         torch.testing.assert_close((x.grad, y.grad), (x2.grad, y2.grad))
         assert x.grad.abs().sum() > 0
+
+
+def _keeps_its_output(x, kept):
+    out = x.sin()
+    kept.append(out)  # the same tensor object the Function returns
+    return torch.cos(x), out
+
+
+def _returns_the_kept_one(x):
+    kept = []
+    a, _ = checkpoint(_keeps_its_output, x, kept, use_reentrant=True)
+    return a, kept[0]
+
+
+def test_an_output_the_function_also_kept_carries_its_gradient():
+    jf = symshape.jit(_returns_the_kept_one)
+    for n in (3, 3, 5):
+        x = torch.randn(n, n, requires_grad=True)
+        x2 = x.detach().clone().requires_grad_()
+        got, want = jf(x), _returns_the_kept_one(x2)
+        assert [t.requires_grad for t in got] == [t.requires_grad for t in want] == [True, True]
+        sum(t.sum() for t in got).backward()
+        sum(t.sum() for t in want).backward()
+        torch.testing.assert_close(x.grad, x2.grad)
