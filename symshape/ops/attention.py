@@ -28,6 +28,7 @@ from symshape.ops.nn import _SCALAR_TYPE, c_type, decompose, expect, out, same_s
 from symshape.ops.registry import OpDef, define, register
 from symshape.sym import expr as E
 from symshape.sym import logic as L
+from symshape.trace.mode import SDP_FLAGS
 
 
 def _sdpa(
@@ -121,9 +122,6 @@ def _sdpa(
     if flags is not None:  # eager's choice, made under the backends the program enabled
         return ctx.emit(sdpa_under, args, {**kwargs, "flags": flags}, o)
     return ctx.emit(target, args, kwargs, o)
-
-
-SDP_FLAGS = "the attention backends"
 
 
 def sdp_state() -> tuple:

@@ -461,6 +461,44 @@ def _record_backend_flags(patches: Patches) -> None:
         return real()
 
     patches.replace(torch.autograd, "_profiler_enabled", _profiler_enabled)
+    _record_sdp_reads(patches)
+
+
+SDP_FLAGS = "the attention backends"  # what the prologue calls their flags
+
+
+def _record_sdp_reads(patches: Patches) -> None:
+    """The attention backends' flags (``sdpa_kernel`` sets them) read by the program
+    or torch's Python on its behalf (``torch.backends.cuda.flash_sdp_enabled()``,
+    ``_cur_sdpa_kernel_backends()``): recorded, so the prologue checks them."""
+    names = [f"_get_{n}_sdp_enabled" for n in getattr(torch.nn.attention, "_backend_names", {})]
+    names += ["_get_sdp_priority_order", "_get_math_sdp_allow_fp16_bf16_reduction"]
+    for name in names:
+        real = getattr(torch._C, name, None)
+        if real is not None:
+            patches.replace(torch._C, name, _recorded_read(real, SDP_FLAGS, patches))
+
+
+_TORCH_DIR = torch.__file__.rsplit("__init__.py", 1)[0]
+
+
+def _asked_by_symshape(frame) -> bool:
+    """Is the nearest caller past torch's own Python one of symshape's files (its
+    attention rule guards the flags it reads itself)?"""
+    while frame is not None and frame.f_code.co_filename.startswith(_TORCH_DIR):
+        frame = frame.f_back
+    return frame is not None and frame.f_code.co_filename.startswith(PACKAGE_DIR)
+
+
+def _recorded_read(real: Callable, what: str, patches: Patches) -> Callable:
+    def read(*args, **kwargs):
+        mode = patches.current()
+        if mode is not None and not _asked_by_symshape(sys._getframe(1)):
+            mode.ctx.flags_read.add(what)
+        return real(*args, **kwargs)
+
+    read.__name__ = read.__qualname__ = real.__name__
+    return read
 
 
 class _RecordedFlag:

@@ -187,3 +187,23 @@ def test_the_default_dtype_set_and_put_back_inside_runs_eagerly():
     with pytest.warns(UserWarning, match="set_default_dtype"):
         jf = _differential(fn, lambda: torch.set_default_dtype(torch.float32))
     assert jf.stats.eager_calls == len(SIZES)
+
+
+def _backends_read(x):
+    from torch.nn.attention import _cur_sdpa_kernel_backends
+
+    return x * len(_cur_sdpa_kernel_backends()) + torch.backends.cuda.math_sdp_enabled()
+
+
+def test_attention_backends_the_program_reads_are_checked():
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    jf = symshape.jit(_backends_read)
+    for n in (3, 3, 4):
+        x = torch.randn(n)
+        torch.testing.assert_close(jf(x), _backends_read(x))
+        with sdpa_kernel([SDPBackend.MATH]):
+            torch.testing.assert_close(jf(x), _backends_read(x))
+        with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+            torch.testing.assert_close(jf(x), _backends_read(x))
+    assert any("attention backends" in r for r in jf.stats.recompile_reasons)
