@@ -29,6 +29,7 @@ from symshape.sym import DataDependentError
 from symshape.sym.source import PACKAGE_DIR, is_user_file, user_location
 from symshape.trace import (
     autocast,
+    control_flow,
     custom_apply,
     imports,
     nested_compile,
@@ -260,6 +261,7 @@ def _route_python_level(patches: Patches) -> None:
     vmap.install(patches)
     imports.install(patches)  # a module's first import runs outside the trace
     nested_compile.install(patches)
+    control_flow.install(patches)  # torch.cond: the branch its predicate picks
     numpy_arrays.install(patches)
     for name in ("trace", "script", "trace_module"):
         patches.replace(torch.jit, name, _torchscript_refused(getattr(torch.jit, name), patches))

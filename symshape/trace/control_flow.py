@@ -1,0 +1,79 @@
+"""``torch.cond`` called by traced code: the branch the predicate picks, traced as
+the program's own code.
+
+Eager ``torch.cond`` with a tensor predicate compiles its call with TorchDynamo,
+which flattens the operands and traces both branches into one higher-order op.
+While symshape traces, ``torch.compile`` runs its function as it is (nested_compile.py),
+so that path would hand the op operands it cannot take (a nested list) and give
+its autograd formula tangents it does not expect. Instead, while a thread traces,
+``torch.cond`` reads the predicate and calls the branch it picks: a tensor
+predicate is a read of data, where the trace splits (``fullgraph=True`` refuses
+it), and a size comparison is a guard. The result is what eager's gives:
+
+    torch.cond(x.sum() > 0, f, g, (x,))   # f(x) or g(x), each output a new tensor
+
+Eager's op returns new tensors, never an operand or a view of one: where the
+predicate is a tensor, each tensor the branch returns is copied. A Python bool
+runs the branch as it is, as eager does. Not eager's: a branch whose outputs
+differ from the other branch's in structure, shape or dtype, which eager refuses
+having traced both, runs here; so does a branch that changes Python state, which
+TorchDynamo refuses inside ``torch.cond``.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+
+import torch
+import torch.utils._pytree as pytree
+
+from symshape.trace.patching import Patches
+
+# where torch.cond is found by name (functorch's only once loaded)
+_HOMES = ("torch", "torch._higher_order_ops", "torch._higher_order_ops.cond",
+          "functorch.experimental.control_flow")  # fmt: skip
+
+
+def install(patches: Patches) -> None:
+    original = getattr(torch, "cond", None)
+    if original is None:  # a release without it
+        return
+    routed = _routed(original, patches)
+    for name in _HOMES:
+        mod = sys.modules.get(name)
+        if mod is not None and getattr(mod, "cond", None) is original:
+            patches.replace(mod, "cond", routed)
+
+
+def _routed(original, patches: Patches):
+    @functools.wraps(original)
+    def cond(pred, true_fn, false_fn, operands=()):
+        if patches.current() is None:
+            return original(pred, true_fn, false_fn, operands)  # another thread, not tracing
+        _check(pred, true_fn, false_fn, operands)
+        out = (true_fn if pred else false_fn)(*operands)  # a tensor's: read where it runs
+        if not isinstance(pred, torch.Tensor):
+            return out
+        return pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, out)
+
+    return cond
+
+
+def _check(pred, true_fn, false_fn, operands) -> None:
+    """Eager's checks of the arguments, with its messages."""
+    if not isinstance(pred, (bool, int, float, torch.Tensor, torch.SymBool)):
+        raise RuntimeError(f"Expected pred to be bool or tensor, but got {pred}.")
+    if isinstance(pred, torch.Tensor) and pred.numel() != 1:
+        raise RuntimeError(f"Expected pred to be bool or single-element tensor, but got {pred}.")
+    if not callable(true_fn) or not callable(false_fn):
+        raise RuntimeError("Expect both branches to be callable.")
+    if isinstance(pred, (bool, int, float)):
+        return  # eager runs the branch at once, whatever the operands
+    if not isinstance(operands, (tuple, list)) or pytree.tree_any(
+        lambda t: not isinstance(t, torch.Tensor), operands
+    ):
+        raise RuntimeError(
+            "Expect operands to be a tuple of possibly nested dict/list/tuple that only "
+            f"consists of tensor leaves, but got {operands}."
+        )

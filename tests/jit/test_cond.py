@@ -1,0 +1,85 @@
+"""``torch.cond`` in traced code runs the branch its predicate picks, as eager's
+result is (symshape/trace/control_flow.py): a tensor predicate is a read of
+data, where the trace splits (``fullgraph=True`` refuses it); a size comparison
+is a guard. Outputs are new tensors, as eager's op makes them; gradients flow
+through the branch taken; operands may be nested. Traced at one size and value,
+run at others against eager."""
+
+import pytest
+import torch
+
+import symshape
+
+
+def _true(x, y):
+    return x.sin() + y, x + 1  # (eager's op refuses a branch that returns an operand)
+
+
+def _false(x, y):
+    return x.cos() * y, y - 1
+
+
+def _on_data(x, y):
+    return torch.cond(x.sum() > 0, _true, _false, (x, y))
+
+
+def _on_size(x, y):
+    return torch.cond(x.shape[0] > 4, _true, _false, (x, y))
+
+
+@pytest.mark.parametrize("fn", [_on_data, _on_size])
+def test_the_branch_the_predicate_picks_with_eagers_gradients(fn):
+    jf = symshape.jit(fn)
+    for n, sign in ((3, 1.0), (3, -1.0), (6, 1.0), (6, -1.0), (3, 1.0)):
+        x = (torch.rand(n) + 0.1) * sign
+        y = torch.randn(n)
+        x1, y1 = x.clone().requires_grad_(), y.clone().requires_grad_()
+        x2, y2 = x.clone().requires_grad_(), y.clone().requires_grad_()
+        got, want = jf(x1, y1), fn(x2, y2)
+        torch.testing.assert_close(got, want)
+        sum(t.sum() for t in got).backward()
+        sum(t.sum() for t in want).backward()
+        torch.testing.assert_close((x1.grad, y1.grad), (x2.grad, y2.grad))
+
+
+def _nested(pred, p):
+    def total(q):
+        return q[0] + q[1][0][0] + q[2]["g"]
+
+    def most(q):
+        return torch.maximum(torch.maximum(q[0], q[1][0][0]), q[2]["g"])
+
+    return torch.cond(pred, total, most, [p])
+
+
+def test_nested_operands():
+    jf = symshape.jit(_nested)
+    for n, pred in ((3, True), (3, False), (5, True)):
+        p = (torch.randn(n), [[torch.randn(n)]], {"g": torch.randn(n)})
+        torch.testing.assert_close(jf(torch.tensor(pred), p), _nested(torch.tensor(pred), p))
+
+
+def test_outputs_are_new_tensors_and_a_python_bool_runs_the_branch_as_it_is():
+    def fn(x, flag):
+        return torch.cond(flag, lambda t: t[1:], lambda t: t * 2, (x,))
+
+    jf = symshape.jit(fn)
+    x = torch.randn(4)
+    assert jf(x, True)._base is x and fn(x, True)._base is x  # a view, as eager's branch
+    torch.testing.assert_close(jf(x, False), fn(x, False))
+    on_data = symshape.jit(lambda t: torch.cond(t.sum() > 0, lambda u: u[1:], torch.cos, (t,)))
+    got = on_data(x.abs())
+    got.add_(1)  # a new tensor: the operand is not changed
+    torch.testing.assert_close(x.abs()[1:] + 1, got)
+
+
+def test_fullgraph_refuses_a_predicate_on_data_and_eagers_checks_hold():
+    with pytest.raises((symshape.DataDependentError, symshape.TracingError)):
+        symshape.jit(_on_data, fullgraph=True)(torch.randn(3), torch.randn(3))
+    torch.testing.assert_close(
+        symshape.jit(_on_size, fullgraph=True)(torch.ones(5), torch.ones(5)),
+        _on_size(torch.ones(5), torch.ones(5)),
+    )
+    bad = symshape.jit(lambda x: torch.cond(x > 0, torch.sin, torch.cos, (x,)))
+    with pytest.raises(RuntimeError, match="single-element tensor"):
+        bad(torch.randn(3))
