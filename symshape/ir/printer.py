@@ -65,8 +65,8 @@ def fmt(x) -> str:
         return f"torch.device({str(x)!r})"
     if isinstance(x, (torch.memory_format, torch.layout)):
         return str(x)
-    if isinstance(x, complex):
-        return repr(x)
+    if isinstance(x, complex):  # each part as a float prints it (nan, inf, -0.0)
+        return f"complex({fmt(float(x.real))}, {fmt(float(x.imag))})"
     raise TypeError(f"cannot print a {type(x).__name__} in a trace: {x!r}")
 
 

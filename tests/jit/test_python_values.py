@@ -606,3 +606,16 @@ def test_a_negative_number_to_a_fractional_power_is_pythons_complex():
         got, want = jf(x, a), _root(x, a)
         assert torch.equal(got[0], want[0]) and got[1:] == want[1:], a
         assert [type(v) for v in got[1:]] == [type(v) for v in want[1:]]
+
+
+@pytest.mark.parametrize(
+    "c", [complex(1.0, float("nan")), complex(float("inf"), 2.0), complex(-0.0, -float("inf"))]
+)
+def test_complex_constants_with_non_finite_parts(c):
+    def fn(x):
+        return x + c, torch.full((2,), c)
+
+    jf = symshape.jit(fn)
+    for n in (3, 3, 5):
+        x = torch.randn(n, dtype=torch.complex64)
+        torch.testing.assert_close(jf(x), fn(x), equal_nan=True)
