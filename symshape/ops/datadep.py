@@ -248,6 +248,12 @@ def _item_rule(ctx, op, input):
     return _scalar(ctx, input, m.dtype, f"{_name(input)}.item()")
 
 
+def item_of(ctx, t):
+    """``t.item()`` from a rule (where the torch-function mode is off): an unbacked
+    value, or the value read at a split."""
+    return _item_rule(ctx, None, t)
+
+
 def _bool_from_data(ctx, what: str, tensor: str = "mask.any()", value=None, convert=None):
     """A Python bool read from tensor data cannot be traced faithfully: eager's is a
     real ``True``/``False``, and code may test it with ``is True``, which no

@@ -273,8 +273,34 @@ def indexed_shape(ctx, m, index):
     return out, None
 
 
+def _slice_bounds(ctx, index):
+    """``index`` with each slice bound that is a tensor (``x[:n]``, ``n`` a one-element
+    integer tensor) made an int, as eager reads it (``__index__``: a read of its value)."""
+
+    def bound(v):
+        if not isinstance(v, torch.Tensor):
+            return v
+        if v.dtype.is_floating_point or v.dtype.is_complex or v.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        from symshape.ops.datadep import item_of  # late: datadep imports this module
+
+        return item_of(ctx, v)
+
+    def item(it):
+        if type(it) is slice and any(
+            isinstance(v, torch.Tensor) for v in (it.start, it.stop, it.step)
+        ):
+            return slice(bound(it.start), bound(it.stop), bound(it.step))
+        return it
+
+    if type(index) is tuple:
+        return tuple(map(item, index))
+    return item(index)
+
+
 @register("getitem", "torch.Tensor.__getitem__")
 def getitem(ctx, op, input, index):
+    index = _slice_bounds(ctx, index)
     m = ctx.meta(input)
     items = _items(index)
     if len(items) == 1 and _is_mask(ctx, items[0]):  # x[mask]: a data-dependent count
@@ -346,6 +372,7 @@ def check_value(ctx, target, vshape, what, mask_checked_at_run=False):
 
 @register("setitem", "torch.Tensor.__setitem__", effect=True)
 def setitem(ctx, op, input, index, value):
+    index = _slice_bounds(ctx, index)
     m = ctx.meta(input)
     shape, _ = indexed_shape(ctx, m, index)
     if shape is None:

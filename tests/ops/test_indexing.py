@@ -257,3 +257,22 @@ def test_writer_dtype_errors():
         symshape.jit(lambda x: x.index_put((ints,), x[0].double()), dynamic=True)(mat(3))
     with pytest.raises(RuntimeError, match="must have the same scalar type"):
         symshape.jit(lambda x: x.index_add_(0, ints, x[:1].double()), dynamic=True)(mat(3))
+
+
+def _tensor_bounds(x, y, z):
+    a = x[:y]
+    x[z:] = 0  # a slice bound that is a 0-dim tensor, in a write
+    return a * 2, x.clone()
+
+
+@pytest.mark.parametrize("fullgraph", [False, True])
+def test_slice_bounds_that_are_tensors(fullgraph):
+    jf = symshape.jit(_tensor_bounds, fullgraph=fullgraph)
+    for n, k, j in ((10, 2, 7), (10, 3, 8), (12, 4, 1)):
+        x = torch.randn(n)
+        x2 = x.clone()
+        got = jf(x, torch.tensor([k]), torch.tensor(j))
+        torch.testing.assert_close(got, _tensor_bounds(x2, torch.tensor([k]), torch.tensor(j)))
+    assert jf.stats.eager_calls == 0  # traced, not run eagerly after an error of symshape's
+    with pytest.raises(TypeError, match="only integer tensors of a single element"):
+        jf(torch.randn(4), torch.tensor([1.5]), torch.tensor(1))
