@@ -17,7 +17,7 @@ import torch
 
 from symshape.ops.registry import OpDef, attribute, define
 from symshape.sym.source import user_location
-from symshape.trace.eager import NOT_SPLIT, eager_call
+from symshape.trace.eager import NOT_SPLIT, eager_call, eager_ops_before, grad_of
 from symshape.trace.errors import RunsEagerly, TracingError, cannot_trace
 from symshape.trace.proxy import TensorProxy
 
@@ -67,14 +67,19 @@ def _grad_fn(ctx, op, t):
     return None if ctx.is_leaf(t) else TracedGradFn(t._ss_var.name)
 
 
-def _grad_of(t):
-    return t.grad
-
-
 def _grad(ctx, op, t):
     src = _input(ctx, t)
     if src is not None:
-        return src.grad()
+        after = eager_ops_before(ctx)
+        if not after:
+            return src.grad()
+        # an op run eagerly before (a backward, `p.grad = None`) may have set it since the
+        # call began: read where the trace splits, once per such op
+        key = ("grad after", after)
+        if key not in src.answers:
+            why = "an op run eagerly before it may have set it"
+            src.answers[key] = eager_call(ctx, grad_of, "Tensor.grad", (t,), {}, why)
+        return src.answers[key]
     real = _captured(ctx, t)
     if real is not None and (real.requires_grad or real.grad is not None):
         where = user_location()
@@ -100,7 +105,7 @@ def _grad(ctx, op, t):
         # a backward inside the call (eager's, at a split) fills it: read where it splits;
         # a trace that does not split runs no backward, and the gradient is None
         why = "a backward inside the call fills it"
-        out = eager_call(ctx, _grad_of, "Tensor.grad", (t,), {}, why)
+        out = eager_call(ctx, grad_of, "Tensor.grad", (t,), {}, why)
         if out is not NOT_SPLIT:
             return out
     return None

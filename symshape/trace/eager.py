@@ -34,10 +34,23 @@ _SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
 NOT_SPLIT = object()  # what eager_call returns where the trace does not split
 
 
-# what an op run eagerly may be that only reads a tensor's layout (``Read.eager``)
-_QUERIES = tuple(
-    getattr(torch.Tensor, n) for n in ("storage_offset", "stride", "is_contiguous", "data_ptr")
+def grad_of(t):
+    """``t.grad``, read where the trace splits (a backward run eagerly fills it)."""
+    return t.grad
+
+
+# what an op run eagerly may be that only reads a tensor's layout or its gradient
+# (``Read.eager``)
+_QUERIES = (
+    *(getattr(torch.Tensor, n) for n in ("storage_offset", "stride", "is_contiguous", "data_ptr")),
+    grad_of,
 )
+
+
+def eager_ops_before(ctx) -> int:
+    """How many ops that may change state have run eagerly in this trace so far."""
+    sp = ctx.split
+    return 0 if sp is None else sum(1 for mk in sp.marks if getattr(mk, "eager", False) is True)
 
 
 def _traced(x) -> bool:

@@ -17,8 +17,10 @@ scalar the trace computed before it (sizes, ``.item()`` values).
 from __future__ import annotations
 
 import copy
+import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -201,6 +203,28 @@ def show(value) -> str:
     return s if len(s) <= 60 else s[:57] + "..."
 
 
+_past = threading.local()  # fn: what runs once a trace is past the reads it was given
+
+
+@contextmanager
+def past_known_reads(fn: Callable) -> Iterator[None]:
+    """While a continuation is traced: ``fn()`` runs when the trace takes the last
+    of the values it was given, the read the new path goes on from (or at the end
+    of the block, if it never gets there)."""
+    _past.fn = fn
+    try:
+        yield
+    finally:
+        _passed_known_reads()
+
+
+def _passed_known_reads() -> None:
+    fn = getattr(_past, "fn", None)
+    if fn is not None:
+        _past.fn = None
+        fn()
+
+
 def read(ctx, kind: str, inputs: tuple, convert: Callable, text: str, eager: bool | str = False):
     """Python reads a value of the data: the known value of this read, or
     ``NeedRead``; ``None`` when the trace does not split (the caller then
@@ -229,6 +253,8 @@ def read(ctx, kind: str, inputs: tuple, convert: Callable, text: str, eager: boo
     if i < len(sp.known):
         mark.value = sp.known[i]
         sp.marks.append(mark)
+        if i == len(sp.known) - 1:
+            _passed_known_reads()
         return sp.value(i)
     sp.raised.append(mark)
     raise NeedRead(mark)

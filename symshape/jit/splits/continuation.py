@@ -23,14 +23,17 @@ from __future__ import annotations
 import logging
 import random
 import warnings
+from contextlib import contextmanager
 
 import torch
+from torch import nn
 
 from symshape.jit.boundary.outputs import unflatten
 from symshape.jit.frontend import failures
+from symshape.jit.guards.state import is_plain_object
 from symshape.trace.aliasing import updated_before
 from symshape.trace.errors import RunsEagerly, TracingError, unsupported_form
-from symshape.trace.reads import EagerResult, key, show
+from symshape.trace.reads import EagerResult, key, past_known_reads, show
 
 log = logging.getLogger("symshape")
 _RECOMPILES = {"symshape_log": "recompiles"}  # its SYMSHAPE_LOGS category (logs.py)
@@ -55,6 +58,7 @@ def run(jf, entry, inputs: tuple, m, args: tuple, kwargs: dict, fresh: bool = Fa
     frame: dict = {}
     j = 0
     versions = _versions(args, kwargs)
+    grads = None  # taken before the first op run eagerly (only such an op sets them)
     try:
         while True:
             path = entry.split
@@ -74,6 +78,8 @@ def run(jf, entry, inputs: tuple, m, args: tuple, kwargs: dict, fresh: bool = Fa
             del res
             torch._C._set_grad_enabled(grad0)
             r = seg.read
+            if r.eager is True and grads is None:
+                grads = _grads(m, args, kwargs)
             value = r.convert(*[_fetch(s, inputs, frame) for s in r.sources])
             made: list = []  # the tensors an op run eagerly returned (trace/eager.py)
             if r.eager:  # its sizes that equal the inputs' dynamic sizes are theirs
@@ -92,7 +98,8 @@ def run(jf, entry, inputs: tuple, m, args: tuple, kwargs: dict, fresh: bool = Fa
                 continue
             frame = {n: v for n, v in frame.items() if n in seg.keep}
             try:
-                nxt = _continue(jf, entry, j, value, m, args, kwargs, frame, made, versions)
+                start = (versions, grads or ())
+                nxt = _continue(jf, entry, j, value, m, args, kwargs, frame, made, start)
             except _Instead as r:  # the program raises down this path, or does what no
                 del frame  # trace can repeat: the call runs eagerly, as it did nothing yet
                 return r.run(jf, args, kwargs)
@@ -137,6 +144,56 @@ class _Instead(Exception):
             return failures.raises_eagerly(jf, error, self.who, args, kwargs)
         jf._draws_eagerly = error.what  # as a first trace that meets it: every call
         return jf._untraceable(error.what, args, kwargs)
+
+
+def _grads(m, args, kwargs) -> list:
+    """``(tensor, its .grad)`` of the leaves that need gradients among the call's
+    arguments, their modules' parameters and what plain objects hold (an optimizer's
+    ``param_groups``), a few levels down: a backward run eagerly at a split sets them."""
+    out: list = []
+    seen: set = set()
+
+    def walk(v, depth: int) -> None:
+        if id(v) in seen or depth > 4 or len(seen) > 10000:
+            return
+        seen.add(id(v))
+        if isinstance(v, torch.Tensor):
+            if v.is_leaf and v.requires_grad:
+                out.append((v, v.grad))
+        elif isinstance(v, nn.Module):
+            for p in v.parameters():
+                walk(p, depth)
+        elif type(v) in (list, tuple) or isinstance(v, dict):
+            for x in list(v.values() if isinstance(v, dict) else v)[:10000]:
+                walk(x, depth + 1)
+        elif is_plain_object(v):
+            for x in list(getattr(v, "__dict__", {}).values()):
+                walk(x, depth + 1)
+
+    for v in (m, *args, *kwargs.values()):
+        walk(v, 0)
+    walk = None  # a recursive closure is a cycle that would hold ``out``
+    return out
+
+
+@contextmanager
+def _grads_at_start(grads: list):
+    """The inputs' gradients as the call began, inside the block; as they are now
+    after it, or once the function it gives is called. A backward run eagerly at a
+    split has set them since, and the Python before it read them as they were
+    (``opt.zero_grad()``): a continuation is traced, and its prologue asked, in
+    that state up to the read it goes on from."""
+    now = [(t, t.grad) for t, g in grads if t.grad is not g]
+    _put_grads([(t, g) for t, g in grads if t.grad is not g])
+    try:
+        yield lambda: _put_grads(now)
+    finally:
+        _put_grads(now)
+
+
+def _put_grads(pairs: list) -> None:
+    for t, g in pairs:
+        t.grad = g
 
 
 def _versions(args, kwargs) -> list:
@@ -211,11 +268,12 @@ def _same_point(p, path, j: int) -> bool:
     )
 
 
-def _continue(jf, entry, j: int, value, m, args, kwargs, frame, made=(), versions=()):
+def _continue(jf, entry, j: int, value, m, args, kwargs, frame, made=(), start=((), ())):
     """The entry (and its prologue's inputs) that goes on after segment ``j``
     for ``value``: found among the entries, or traced; None: run eagerly. ``made``:
     the tensors an op run eagerly returned, added to ``frame`` under the names of
-    the path taken."""
+    the path taken; ``start``: the arguments' versions and the inputs' gradients as
+    the call began (``_versions``, ``_grads``)."""
     path = entry.split
     found = _entry_going_on(jf, path, j, key(value), m, args, kwargs, frame, made)
     if found is not None:
@@ -237,7 +295,7 @@ def _continue(jf, entry, j: int, value, m, args, kwargs, frame, made=(), version
         if pure:
             return None
         keep = False
-    return _trace_continuation(jf, entry, j, value, m, args, kwargs, frame, made, keep, versions)
+    return _trace_continuation(jf, entry, j, value, m, args, kwargs, frame, made, keep, start)
 
 
 def _entry_going_on(jf, path, j: int, k, m, args, kwargs, frame: dict, made) -> tuple | None:
@@ -287,7 +345,7 @@ def _warn_split_limit(jf, read, j: int, seen: int, pure: bool) -> None:
 
 
 def _trace_continuation(
-    jf, entry, j: int, value, m, args, kwargs, frame, made, keep: bool, versions=()
+    jf, entry, j: int, value, m, args, kwargs, frame, made, keep: bool, start=((), ())
 ):
     """Trace the call again with the values read so far and ``value`` at read ``j``:
     the new entry (kept unless ``keep`` is False), its prologue's inputs, True."""
@@ -296,11 +354,13 @@ def _trace_continuation(
     reason = read.reason(value)
     jf.stats.recompile_reasons.append(reason)
     log.info("symshape: %s: %s", jf.__name__, reason, extra=_RECOMPILES)
+    versions, grads = start
     updated = [t for t, v in versions if t._version != v]  # by the part that ran
     drawn = random.getstate()
-    with jf._lock, updated_before(updated):
+    with jf._lock, updated_before(updated), _grads_at_start(grads) as now:
         try:
-            traced = jf._trace(m, args, kwargs, path.values[:j] + (value,))
+            with past_known_reads(now):  # past read j: the gradients it set
+                traced = jf._trace(m, args, kwargs, path.values[:j] + (value,))
         except RunsEagerly as e:
             if not _pure(path, j):
                 raise TracingError(
@@ -329,7 +389,8 @@ def _trace_continuation(
         if keep:
             jf._entries = (new, *jf._entries)
         jf.stats.continuations += 1
-    r = new.first_inputs(m, args, kwargs)
+    with _grads_at_start(grads):
+        r = new.first_inputs(m, args, kwargs)
     if type(r) is not tuple:
         _, why = new.explain(m, args, kwargs)
         raise TracingError(

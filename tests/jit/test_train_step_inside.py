@@ -1,0 +1,51 @@
+"""A whole training step inside the jit-compiled function: ``opt.zero_grad()``,
+the forward, ``loss.backward()`` and ``opt.step()``. The backward runs eagerly
+at a split of the trace and sets the parameters' gradients; the continuation is
+traced again from the start with the gradients as the call began until that
+split (``zero_grad`` saw them so), and as the backward left them after it.
+Parameters, gradients and optimizer state equal eager's after every step, at
+the traced batch size and others."""
+
+import copy
+
+import pytest
+import torch
+
+import symshape
+
+
+def _step(x, opt, model, zero="none"):
+    if zero != "accumulate":
+        opt.zero_grad(set_to_none=zero == "none")
+    loss = model(x).pow(2).mean()
+    loss.backward()
+    opt.step()
+    return loss
+
+
+OPTIMIZERS = {
+    "sgd": (torch.optim.SGD, dict(lr=0.1)),
+    "sgd momentum": (torch.optim.SGD, dict(lr=0.1, momentum=0.9)),
+    "adamw": (torch.optim.AdamW, dict(lr=0.01)),
+}
+
+
+@pytest.mark.parametrize("zero", ["none", "zeros", "accumulate"])
+@pytest.mark.parametrize("name", list(OPTIMIZERS))
+def test_a_training_step_inside_matches_eager(name, zero):
+    cls, kw = OPTIMIZERS[name]
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+    ref = copy.deepcopy(model)
+    opt, opt_ref = cls(model.parameters(), **kw), cls(ref.parameters(), **kw)
+    jf = symshape.jit(_step)
+    for n in (3, 3, 5, 2, 5):
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(jf(x, opt, model, zero), _step(x, opt_ref, ref, zero))
+        torch.testing.assert_close(list(model.parameters()), list(ref.parameters()))
+        torch.testing.assert_close(
+            [p.grad for p in model.parameters()], [p.grad for p in ref.parameters()]
+        )
+    assert jf.stats.eager_calls == 0
+    state, state_ref = opt.state_dict()["state"], opt_ref.state_dict()["state"]
+    torch.testing.assert_close(state, state_ref)
