@@ -49,3 +49,32 @@ def test_a_training_step_inside_matches_eager(name, zero):
     assert jf.stats.eager_calls == 0
     state, state_ref = opt.state_dict()["state"], opt_ref.state_dict()["state"]
     torch.testing.assert_close(state, state_ref)
+
+
+def test_an_optimizer_also_held_by_a_closures_scheduler():
+    """The optimizer is an argument, and the function's closure holds a scheduler
+    that holds it too: its state's writes are the argument's, keyed by the real
+    parameters (the closure's view of them had replayed the trace's keys)."""
+
+    def run(wrap):
+        torch.manual_seed(0)
+        model = torch.nn.Linear(4, 4)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+
+        def step(x, opt, every):
+            opt.zero_grad()
+            model(x).pow(2).mean().backward()
+            opt.step()
+            if every and sched is not None:
+                sched.step()
+
+        f = wrap(step)
+        for n in (3, 3, 5):
+            f(torch.randn(n, 4), opt, n == 5)
+        return opt.state_dict(), [p.detach().clone() for p in model.parameters()]
+
+    (got, got_params), (want, want_params) = run(symshape.jit), run(lambda f: f)
+    torch.testing.assert_close(got["state"], want["state"])
+    assert got["param_groups"][0]["lr"] == want["param_groups"][0]["lr"]
+    torch.testing.assert_close(got_params, want_params)

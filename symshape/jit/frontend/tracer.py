@@ -677,7 +677,8 @@ def _guard_python_state(b: Builder, fn, module, inputs: tuple):
         b.fail(
             f"not {gn}()", "the globals it reads are as when traced", f"{gn}.why()", kind="state"
         )
-    global_writes = GlobalWrites(gg) if gg else None
+    # (a container an argument holds too is the argument's: its writes are found there)
+    global_writes = GlobalWrites(gg, skip={id(c) for c, _ in b.tracked.values()}) if gg else None
     return gg, global_writes
 
 

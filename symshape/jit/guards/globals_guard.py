@@ -226,7 +226,7 @@ class GlobalWrites:
     traced value is left in it. What the trace read stays guarded, so a call
     after a write that changed it traces again."""
 
-    def __init__(self, gg: GlobalsGuard):
+    def __init__(self, gg: GlobalsGuard, skip: frozenset | set = frozenset()):
         self.names = [(g, {n: g.get(n, _MISSING) for n in names}) for g, names in gg.stored]
         # each dict's keys in order (`del g; new = 2; g = 3` puts g after new)
         self.orders = [list(g) for g, _ in gg.stored]
@@ -238,7 +238,8 @@ class GlobalWrites:
         found: dict = {}
         for g in gg.objects:
             for c in (g.value, *held_containers(g.value, depth=3)):
-                found.setdefault(id(c), c)
+                if id(c) not in skip:  # (``skip``: the arguments' containers, watched there)
+                    found.setdefault(id(c), c)
         self.containers = [
             (c, shallow(c))
             for c in found.values()
