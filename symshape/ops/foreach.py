@@ -9,8 +9,8 @@ compute elementwise::
 An argument that is a list or tuple gives each entry its item (tensors, or a
 list of scalars); any other (a scalar, one tensor) is given whole to every entry.
 An in-place op returns the list it updated, as eager does; the others a tuple.
-``addcdiv`` with its scalars in a tensor (Adam's step sizes) is traced as its
-kernel computes it, where that rounds alike (float32, float64). Refused (eager
+``addcdiv`` with its scalars in a tensor (Adam's step sizes) or in a list of 0-dim
+tensors (Adamax's, on the path ``is_compiling()`` takes) is traced as its kernel computes it, where that rounds alike (float32, float64). Refused (eager
 at a split): ``addcmul`` with a tensor of scalars, ``addcdiv``'s in other
 types, ``maximum``/``minimum`` of a scalar, and list ops with no per-tensor
 form here (``_foreach_mm``, ``_foreach_powsum``).
@@ -50,8 +50,13 @@ def _checked(name: str, base: str, args: tuple, kwargs: dict) -> tuple:
     """The arguments as the per-tensor op takes them, or the refusal."""
     if base in _POINTWISE and len(args) > 3:  # (self, t1, t2, scalars): value=
         args, kwargs = args[:3], {**kwargs, "value": args[3]}
-    if base in _POINTWISE and isinstance(kwargs.get("value"), torch.Tensor):
-        _check_scalars(name, base, args[0], kwargs["value"])
+    value = kwargs.get("value")
+    if base in _POINTWISE and isinstance(value, torch.Tensor):
+        _check_scalars(name, base, args[0], value)
+    elif base in _POINTWISE and _tensors(value):  # one 0-dim tensor each (Adamax's steps)
+        if any(v.dim() != 0 for v in value):
+            raise _refuse(name, "Its scalars come in tensors of more than one element.")
+        _check_scalars(name, base, args[0], torch.empty(len(value), dtype=value[0].dtype))
     if base in _PAIRWISE and not isinstance(args[1], (list, tuple)):
         raise _refuse(name, "Of a scalar, torch.maximum/minimum have no per-tensor form.")
     return args, kwargs
@@ -81,6 +86,10 @@ def _check_scalars(name: str, base: str, tensors, scalars) -> None:
         )
 
 
+def _tensors(v) -> bool:
+    return isinstance(v, (list, tuple)) and bool(v) and all(isinstance(x, torch.Tensor) for x in v)
+
+
 def _addcdiv_tensor_scalar(in_place: bool):
     def entry(t, t1, t2, value):
         quotient = value * t1 / t2
@@ -103,6 +112,8 @@ def _rule(name: str, base: str, in_place: bool, per_tensor):
         each = per_tensor
         if isinstance(kwargs.get("value"), torch.Tensor):  # addcdiv's scalars tensor
             kwargs = {**kwargs, "value": [kwargs["value"][i] for i in range(n)]}
+            each = _addcdiv_tensor_scalar(in_place)
+        elif _tensors(kwargs.get("value")):  # addcdiv's scalars, a tensor each
             each = _addcdiv_tensor_scalar(in_place)
         outs = tuple(each(*a, **k) for a, k in (_entries(args, kwargs, i) for i in range(n)))
         return args[0] if in_place else outs

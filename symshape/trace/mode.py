@@ -239,11 +239,22 @@ def _creates_graph(func, args: tuple, kwargs: dict) -> bool:
 
 # (module, attribute): Python-level torch functions routed to their rules while tracing;
 # torch.inference_mode() enters a torch._C._InferenceMode guard (ops/grad_mode.py)
-PYTHON_LEVEL = tuple(
-    (mod, name)
-    for mod in (torch, torch.random)
-    for name in ("manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state")
-) + ((torch._C, "_InferenceMode"), (torch, "is_inference_mode_enabled"))
+PYTHON_LEVEL = (
+    tuple(
+        (mod, name)
+        for mod in (torch, torch.random)
+        for name in ("manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state")
+    )
+    + ((torch._C, "_InferenceMode"), (torch, "is_inference_mode_enabled"))
+    # torch.optim's path under is_compiling() gives a list of 0-dim tensors as scalars,
+    # which the C++ argument parser refuses before any torch-function hook is asked
+    + tuple(
+        (torch, f"_foreach_{op}{s}")
+        for op in ("addcdiv", "addcmul")
+        for s in ("", "_")
+        if hasattr(torch, f"_foreach_{op}{s}")
+    )
+)
 
 
 def _route_python_level(patches: Patches) -> None:
@@ -588,7 +599,10 @@ def _router(fn: Callable, patches: Patches) -> Callable:
             f = getattr(f, "__wrapped__", None)
         if op is None:
             raise UnsupportedOpError(f"torch.{fn.__name__}", user_location())
-        return op.rule(mode.ctx, op, *args, **kwargs)
+        try:
+            return op.rule(mode.ctx, op, *args, **kwargs)
+        except UnsupportedOpError as e:  # refused by its rule: eagerly, at a split
+            return mode._untraceable(fn, args, kwargs, "no rule", e)
 
     route.__name__ = route.__qualname__ = fn.__name__
     route.__doc__ = fn.__doc__

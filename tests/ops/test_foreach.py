@@ -75,7 +75,7 @@ def test_in_place_foreach_ops_write_every_entry_and_return_their_list():
     check(_in_place, _lists, 4, (1, 6), max_traces=2)
 
 
-@pytest.mark.parametrize("kind", ["adam", "adamw", "sgd"])
+@pytest.mark.parametrize("kind", ["adam", "adamw", "sgd", "adamax"])
 def test_a_foreach_optimizer_step(kind):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
@@ -83,6 +83,8 @@ def test_a_foreach_optimizer_step(kind):
         "adam": lambda p: torch.optim.Adam(p, lr=0.01, foreach=True),
         "adamw": lambda p: torch.optim.AdamW(p, lr=0.01, foreach=True, amsgrad=True),
         "sgd": lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9, foreach=True),
+        # its step sizes a list of 0-dim tensors, which eager's argument parser refuses
+        "adamax": lambda p: torch.optim.Adamax(p, lr=0.01, weight_decay=0.1, foreach=True),
     }[kind]
     eager, mine = copy.deepcopy(model), copy.deepcopy(model)
     opt_e, opt_j = make(eager.parameters()), make(mine.parameters())
