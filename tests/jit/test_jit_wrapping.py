@@ -587,3 +587,28 @@ def test_torch_jit_trace_of_a_jit_function_records_eagers_ops(traced_first):
     for n in (2, 4, 7):
         x = torch.randn(n)
         torch.testing.assert_close(scripted(x), f(x))
+
+
+class _HoldsScripted(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.sub = torch.jit.script(torch.nn.Linear(3, 3))
+
+    def forward(self, x):
+        return self.sub(x) * 2
+
+
+def test_torchscript_modules_run_eagerly_as_eager_runs_them():
+    torch.manual_seed(0)
+    plain = torch.nn.Sequential(torch.nn.Linear(3, 3)).eval()
+    for m in (torch.jit.script(plain), torch.jit.freeze(torch.jit.script(plain)), _HoldsScripted()):
+        jm = symshape.jit(m)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for n in (2, 5):
+                x = torch.randn(n, 3)
+                torch.testing.assert_close(jm(x), m(x))
+    with pytest.raises(TypeError, match="TorchScript module"):
+        symshape.jit(torch.jit.script(plain), fullgraph=True)(torch.randn(2, 3))
+    with pytest.raises(symshape.TracingError, match="sub is a TorchScript module"):
+        symshape.jit(_HoldsScripted(), fullgraph=True)(torch.randn(2, 3))

@@ -21,6 +21,7 @@ import threading
 import traceback
 import types
 
+import torch
 from torch import nn
 
 from symshape.sym.source import Location, is_user_file
@@ -52,6 +53,16 @@ def check_traceable(fn, name: str, fullgraph: bool = False) -> str | None:
     call to trace: calling one returns a generator or coroutine before its body
     runs. With ``fullgraph=True`` they are refused; otherwise they run eagerly, as
     torch.compile runs the frames it skips, and this returns why (None: traceable)."""
+    if isinstance(fn, torch.jit.ScriptModule):
+        why = (
+            "a TorchScript module, which TorchScript's C++ interpreter runs: there is no "
+            "Python call to trace. Fix: jit the Python module it was scripted from"
+        )
+        if fullgraph:
+            raise TypeError(
+                f"symshape.jit({name}, fullgraph=True): expected a module with a Python forward, found {why}"
+            )
+        return why
     target = getattr(type(fn), "forward", None) if isinstance(fn, nn.Module) else fn
     kind = _kind(target)
     if kind is None:
