@@ -314,3 +314,25 @@ def test_a_subclass_whose_new_wants_arguments_is_returned_as_eager_makes_it():
         assert gl.tag == wl.tag == 3
         torch.testing.assert_close(gd.first, wd.first)
         assert gd.first is gd["a"]
+
+
+class Guarded(list):
+    """A list subclass whose own iteration raises: eager's x[0] never calls it."""
+
+    def __iter__(self):
+        raise RuntimeError("__iter__ called")
+
+    def __len__(self):
+        raise RuntimeError("__len__ called")
+
+
+def _first_two(x):
+    return x[0] + x[1]
+
+
+def test_a_list_subclass_is_read_past_its_own_iteration():
+    jf = symshape.jit(_first_two)
+    for n in (3, 3, 5):
+        x = Guarded()
+        list.extend(x, [torch.randn(n), torch.randn(n)])
+        torch.testing.assert_close(jf(x), _first_two(x))

@@ -59,13 +59,13 @@ def shallow(c, kind: str | None = None) -> tuple:
             kind = "obj"
     attrs = dict(d) if d is not None else None
     if kind == "list":
-        return ("list", list(c), attrs)
+        return ("list", list(list.__iter__(c)), attrs)  # past a subclass's own __iter__
     if kind == "deque":
         return ("deque", list(c))
     if kind == "dict":
         return ("dict", list(c.items()), attrs)  # a defaultdict, an OrderedDict, a Counter too
     if kind == "set":
-        return ("set", list(c), attrs)
+        return ("set", list(set.__iter__(c)), attrs)
     slots = [(n, getattr(c, n, _MISSING)) for n in _slots(t)]
     return ("obj", attrs, slots)
 
@@ -328,7 +328,7 @@ def small_changes(c, before: tuple) -> list:
 def _small_item_changes(c, kind: str, old) -> list | None:
     """The item writes, or None where they are not that small (a list reordered)."""
     if kind == "list":
-        new = list(c)
+        new = list(list.__iter__(c))
         n = len(old)
         if len(new) >= n and all(a is b for a, b in zip(old, new)):
             return [("extend", None, new[n:])] if len(new) > n else []

@@ -352,7 +352,8 @@ def holds_tensors(v, depth: int = 0, seen=None) -> bool:
     if is_plain_object(v):
         d = _instance_dict(v) or {}
         vals = list(d.values()) + [getattr(v, n, None) for n in _slots(t)]
-        vals += list(v) if isinstance(v, list) else []  # a list subclass's items
+        # a list subclass's items, past its own __iter__ (eager's x[0] never calls it)
+        vals += list(list.__iter__(v)) if isinstance(v, list) else []
         return any(holds_tensors(x, depth + 1, seen) for x in vals)
     return False
 

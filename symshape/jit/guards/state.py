@@ -308,7 +308,7 @@ def snapshot(v, budget: _Budget | None = None, holes=frozenset()):
         items = None
         if isinstance(v, (list, tuple)):  # a subclass: its items as well as its attributes
             kind = list if isinstance(v, list) else tuple
-            items = Seq(kind, [_child(v, i, x, b) for i, x in enumerate(kind(v))])
+            items = Seq(kind, [_child(v, i, x, b) for i, x in enumerate(kind.__iter__(v))])
         b.seen.discard(id(v))
         return Obj(t, attrs, class_guards(t), items)
     return Ident(v)
@@ -364,7 +364,7 @@ def diff(s, v, label: str) -> str | None:
         if r is not None:
             return r
     if s.items is not None:
-        return diff(s.items, s.items.type(v), label)
+        return diff(s.items, s.items.type(s.items.type.__iter__(v)), label)  # past its own
     return None
 
 
@@ -501,7 +501,7 @@ def refresh(s, v) -> None:
         for c in s.classes:
             c.refresh()
         if s.items is not None:
-            refresh(s.items, s.items.type(v))
+            refresh(s.items, s.items.type(s.items.type.__iter__(v)))
         for k, a in s.attrs.items():
             if d is not None and k in d:
                 refresh(a, d[k])
