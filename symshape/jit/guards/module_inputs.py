@@ -38,11 +38,10 @@ class ModuleInputs:
     def module(self, mod: nn.Module, src: str, label: str, out=None, path=None):
         """Walk a module: parameters and buffers become (deferred) inputs."""
         path = src if path is None else path
-        if isinstance(mod, torch.jit.ScriptModule):  # its state lives in C++: no Python to guard
-            raise UntraceableInput(
-                f"{label or 'the module'} is a TorchScript module, whose C++ interpreter runs "
-                "it and holds its state. Fix: use the Python module it was scripted from"
-            )
+        if isinstance(mod, torch.jit.ScriptModule):
+            # TorchScript's C++ interpreter runs it, at a split, on its own state: no
+            # parameter of it is an input, and its Python attributes are not its state
+            return mod
         self.module_paths.setdefault(id(mod), path)
         if id(mod) in self.module_locals:  # walked already: the same object by this path
             self.module_aliases.append((src, self.module_locals[id(mod)][0], label))
