@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import itertools
 import types
 import warnings
 
@@ -126,3 +127,38 @@ def test_a_returned_mappingproxy_of_an_argument_views_the_argument():
         mp, _ = jf(d, torch.ones(n))
         d["new"] = n
         assert mp["new"] == n  # a live view of the caller's dict, as in eager
+
+
+class _Config:
+    """Registered with pytree.register_constant: a node whose context is itself."""
+
+    def __init__(self, norm="l2"):
+        self.norm = norm
+
+    def __eq__(self, other):
+        return isinstance(other, _Config) and other.norm == self.norm
+
+    def __hash__(self):
+        return hash(self.norm)
+
+
+torch.utils._pytree.register_constant(_Config)
+_KEPT_CONFIG = _Config("kept")
+
+
+def _makes_configs(x, holder):
+    holder.cfg = _Config()
+    return x + 1, _Config("made"), _KEPT_CONFIG
+
+
+def test_an_object_of_a_pytree_constant_class_the_call_makes_is_new_each_call():
+    jf = symshape.jit(_makes_configs)
+    seen = []
+    for n in (2, 2, 4):
+        holder, eager_holder = types.SimpleNamespace(), types.SimpleNamespace()
+        got, want = jf(torch.ones(n), holder), _makes_configs(torch.ones(n), eager_holder)
+        torch.testing.assert_close(got[0], want[0])
+        assert got[1] == want[1] and holder.cfg == eager_holder.cfg
+        assert got[2] is _KEPT_CONFIG  # one the program keeps: itself
+        seen.append((got[1], holder.cfg))
+    assert all(a is not b for x, y in itertools.pairwise(seen) for a, b in zip(x, y))

@@ -165,6 +165,8 @@ def _structure(x, t: type, walk, rebuilt) -> tuple:
     if t in (set, frozenset) and any(isinstance(v, _SYMBOLIC) for v in x):
         return ("const", t(_concrete(v) for v in x))
     node = pytree.SUPPORTED_NODES.get(t)
+    if node is not None and rebuilt(x) and _constant_class(t):
+        node = None  # its node's context is the object itself: made anew, as eager's
     if node is not None and not _apart(x):
         children, context = node.flatten_fn(x)
         return ("pytree", t, context, [walk(c) for c in children])
@@ -200,6 +202,12 @@ def _exception(x: BaseException, t: type, walk) -> tuple:
     args = [walk(a) for a in reduced[1]]  # in the order _made_exception builds them
     attributes = [(k, walk(v)) for k, v in _attributes(x)]
     return ("exception", t, args, attributes, [(k, walk(getattr(x, k))) for k in _CHAINED])
+
+
+def _constant_class(t: type) -> bool:
+    """Registered with ``pytree.register_constant`` (torch 2.6 and later)?"""
+    is_constant = getattr(pytree, "is_constant_class", None)
+    return is_constant is not None and is_constant(t)
 
 
 def _apart(x) -> bool:
