@@ -1,5 +1,6 @@
-"""``torch.cond`` called by traced code: the branch the predicate picks, traced as
-the program's own code.
+"""``torch.cond`` and ``map`` (``torch._higher_order_ops.map``) called by traced
+code: the branch the predicate picks, and ``f`` on each slice, traced as the
+program's own code.
 
 Eager ``torch.cond`` with a tensor predicate compiles its call with TorchDynamo,
 which flattens the operands and traces both branches into one higher-order op.
@@ -37,13 +38,49 @@ _HOMES = ("torch", "torch._higher_order_ops", "torch._higher_order_ops.cond",
 
 def install(patches: Patches) -> None:
     original = getattr(torch, "cond", None)
-    if original is None:  # a release without it
-        return
-    routed = _routed(original, patches)
-    for name in _HOMES:
-        mod = sys.modules.get(name)
-        if mod is not None and getattr(mod, "cond", None) is original:
-            patches.replace(mod, "cond", routed)
+    if original is not None:  # (a release without it)
+        _replace(patches, _HOMES, "cond", original, _routed(original, patches))
+    homes = ("torch._higher_order_ops.map", "functorch.experimental.control_flow")
+    module = sys.modules.get(homes[0])
+    original = getattr(module, "map", None)
+    if original is not None:
+        _replace(patches, homes, "map", original, _routed_map(original, patches))
+
+
+def _replace(patches: Patches, homes: tuple, name: str, original, routed) -> None:
+    for home in homes:
+        mod = sys.modules.get(home)
+        if mod is not None and getattr(mod, name, None) is original:
+            patches.replace(mod, name, routed)
+
+
+def _routed_map(original, patches: Patches):
+    """``map(f, xs, *args)``: ``f`` on each slice of ``xs`` along its first dimension,
+    the results stacked, as eager's op computes it (a loop the trace unrolls, so
+    the number of slices is guarded)."""
+
+    @functools.wraps(original)
+    def map(f, xs, *args):
+        if patches.current() is None:
+            return original(f, xs, *args)
+        flat, spec = pytree.tree_flatten(xs)
+        if not all(isinstance(t, torch.Tensor) for t in flat):
+            raise RuntimeError(f"Mapped xs can only consist of tensors. Got xs {flat}.")
+        shapes = [t.shape for t in flat]
+        if shapes[0][0] == 0:
+            raise RuntimeError("Leading dimensions of mapped xs cannot be 0.")
+        if any(s[0] != shapes[0][0] for s in shapes):
+            raise RuntimeError(
+                f"Leading dimensions of mapped xs must be consistent. Got shapes {shapes}."
+            )
+        outs = [
+            f(pytree.tree_unflatten([t[i] for t in flat], spec), *args) for i in range(shapes[0][0])
+        ]
+        leaves = [pytree.tree_flatten(o)[0] for o in outs]
+        stacked = [torch.stack(list(column)) for column in zip(*leaves)]
+        return pytree.tree_unflatten(stacked, pytree.tree_flatten(outs[0])[1])
+
+    return map
 
 
 def _routed(original, patches: Patches):

@@ -83,3 +83,22 @@ def test_fullgraph_refuses_a_predicate_on_data_and_eagers_checks_hold():
     bad = symshape.jit(lambda x: torch.cond(x > 0, torch.sin, torch.cos, (x,)))
     with pytest.raises(RuntimeError, match="single-element tensor"):
         bad(torch.randn(3))
+
+
+def _mapped(xs, ys, w):
+    from torch._higher_order_ops.map import map as hop_map
+
+    return hop_map(lambda p, w: {"s": p[0].sin() * w, "c": p[1].cos()}, (xs, ys), w)
+
+
+@pytest.mark.parametrize("fullgraph", [False, True])
+def test_map_stacks_f_of_each_slice_with_eagers_gradients(fullgraph):
+    jf = symshape.jit(_mapped, fullgraph=fullgraph)
+    for n in (3, 3, 5):
+        args = [torch.randn(n, 2, requires_grad=True), torch.randn(n, 4), torch.randn(2)]
+        mine = [a.detach().clone().requires_grad_(a.requires_grad) for a in args]
+        got, want = jf(*mine), _mapped(*args)
+        torch.testing.assert_close(got, want)
+        (got["s"].sum() + got["c"].sum()).backward()
+        (want["s"].sum() + want["c"].sum()).backward()
+        torch.testing.assert_close(mine[0].grad, args[0].grad)
