@@ -386,13 +386,11 @@ class TraceContext(Aliasing):
             return e
         return self.env.specialize(e, self._where())
 
-    def require_nonzero(self, d) -> None:
-        if type(d) is int:
-            if d == 0:
-                raise ZeroDivisionError("integer division or modulo by zero")
-            return
-        if not self.guard(L.ne(d, 0)):
-            raise ZeroDivisionError(f"integer division or modulo by zero (divisor {d} is 0)")
+    def require_nonzero(self, d, op: str = "//") -> None:
+        """A divisor of Python's ``op`` is not 0; where it is, its error, as this Python
+        words it (``%`` and ``//`` of ints differ, and floats' again)."""
+        if (type(d) is int and d == 0) or (type(d) is not int and not self.guard(L.ne(d, 0))):
+            raise ZeroDivisionError(_DIVISION_BY_ZERO[op])
 
     def bool_as_int(self, b) -> int:
         return int(self.guard(b)) if type(b) is not bool else int(b)
@@ -490,10 +488,10 @@ class TraceContext(Aliasing):
                 r = F.ratio(E.mul(ra.num, rb.num), E.mul(ra.den, rb.den))
                 r = r if r.exact else None
             elif op == "truediv":
-                self.require_nonzero(rb.num)
+                self.require_nonzero(rb.num, "f/")
                 r = F.ratio(E.mul(ra.num, rb.den), E.mul(ra.den, rb.num))
             elif op == "floordiv":  # a // b == floor(a / b), as a float
-                self.require_nonzero(rb.num)
+                self.require_nonzero(rb.num, "f//")
                 r = F.ratio(E.floordiv(E.mul(ra.num, rb.den), E.mul(ra.den, rb.num)), 1)
             if op in ("mul", "truediv", "floordiv") and r is not None:
                 r = r if self._zero_keeps_sign(ra, rb, r) else None
@@ -813,6 +811,24 @@ def _with_grad(m: TensorMeta, differentiable: bool) -> TensorMeta:
 
 
 _FLOAT_EXACT = 1 << 53  # integers beyond are not all floats
+
+
+def _zero_division(op) -> str:
+    try:
+        op(1, 0)
+    except ZeroDivisionError as e:
+        return str(e)
+    raise AssertionError("symshape bug: dividing by zero did not raise")
+
+
+# what this Python says when each operation divides by zero (its words change by release)
+_DIVISION_BY_ZERO = {
+    "//": _zero_division(operator.floordiv),
+    "%": _zero_division(operator.mod),
+    "/": _zero_division(operator.truediv),
+    "f/": _zero_division(lambda a, b: float(a) / float(b)),
+    "f//": _zero_division(lambda a, b: float(a) // float(b)),
+}
 
 _PY_CMP = {
     L.eq: operator.eq,

@@ -132,7 +132,7 @@ class SymNode:
     def mod(self, other: SymNode) -> SymNode:
         if self.kind == "float" or other.kind == "float":
             return self.ctx.float_binop("mod", self, other)
-        self.ctx.require_nonzero(other.value)
+        self.ctx.require_nonzero(other.value, "%")
         return self._new(E.mod(self.value, other.value), "int")
 
     def truediv(self, other: SymNode) -> SymNode:
@@ -141,7 +141,7 @@ class SymNode:
         return self.ctx.float_binop("truediv", self, other)
 
     def int_truediv(self, other: SymNode) -> SymNode:
-        self.ctx.require_nonzero(other.value)
+        self.ctx.require_nonzero(other.value, "/")
         r = F.ratio(self.value, other.value)
         if self.ctx.float_exact(r):
             return self._new(r, "float")

@@ -619,3 +619,30 @@ def test_complex_constants_with_non_finite_parts(c):
     for n in (3, 3, 5):
         x = torch.randn(n, dtype=torch.complex64)
         torch.testing.assert_close(jf(x), fn(x), equal_nan=True)
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda n, m: n // m,
+        lambda n, m: n % m,
+        lambda n, m: n / m,
+        lambda n, m: n / float(m),
+        lambda n, m: float(n) // m,
+    ],
+)
+def test_division_of_sizes_by_zero_says_what_eager_says(op):
+    def fn(x):
+        n, m = x.shape
+        try:
+            return x + op(n, m - 1)
+        except ZeroDivisionError as e:
+            return str(e)
+
+    jf = symshape.jit(fn, dynamic=True)
+    for shape in ((4, 3), (5, 1), (6, 1), (2, 3)):
+        x = torch.ones(shape)
+        got, want = jf(x), fn(x)
+        assert type(got) is type(want)
+        if isinstance(want, str):
+            assert got == want
