@@ -76,6 +76,7 @@ class TraceContext(Aliasing):
         # strides exactly, those of size-1 dimensions included (prologue.py)
         self.strides_read = False
         self.flags_read: set[str] = set()  # torch.backends flags the code read (torch_state.py)
+        self.warned: list = []  # warnings.warn calls, made again by every call (side_effects.py)
         self._sizes_as_symbols = False  # while building a runtime assert's message
         # id(Var) -> the input's TensorMeta, for contiguous() results whose strides
         # depend on whether a dynamic size is 1 (decided when read: ops/views.py)

@@ -1,8 +1,8 @@
 """Python side effects made while a trace is recorded.
 
-A trace replaces the whole Python call: ``print``, ``logging`` and appends of
-plain values to outer lists run once, while tracing, and never when a later
-call runs the trace (as with ``jax.jit``). That is the accepted behaviour, but
+A trace replaces the whole Python call: ``print`` and ``logging`` run once, while
+tracing, and never when a later call runs the trace (as with ``jax.jit``);
+``warnings.warn`` is recorded and issued again by every call. That is the accepted behaviour, but
 silent: ``print`` called while tracing warns once per trace, naming the user's
 line::
 
@@ -135,6 +135,7 @@ def _install(patches: Patches) -> None:
         return original(*args, **kwargs)
 
     patches.replace(builtins, "print", print)
+    patches.replace(warnings, "warn", _recorded_warn(patches, warnings.warn))
     _watch_environ(patches)
     for name in _RANDOM:
         fn = getattr(random, name, None)
@@ -151,6 +152,43 @@ def _install(patches: Patches) -> None:
         fn = getattr(numpy_random, name, None)
         if _numpy_global(fn) and name not in ("get_state", "get_bit_generator"):
             patches.replace(numpy_random, name, _other_draws(patches, f"numpy.random.{name}", fn))
+
+
+def _recorded_warn(patches: Patches, original):
+    """``warnings.warn`` while tracing: not issued then, but recorded, with the line
+    it names, and issued by every call the trace serves, as eager issues it on every
+    call (Python's filters then decide, as for eager's: the default shows it once
+    per line). symshape's own warnings are issued at once."""
+
+    @functools.wraps(original)
+    def warn(message, category=None, stacklevel=1, source=None, **kwargs):
+        ctx = current() if patches.current() is not None else None
+        caller = sys._getframe(1)
+        if ctx is None or kwargs or caller.f_code.co_filename.startswith(PACKAGE_DIR):
+            return original(message, category, stacklevel + 1, source, **kwargs)
+        if isinstance(message, Warning):
+            category = message.__class__
+        frame = caller
+        for _ in range(max(stacklevel, 1) - 1):
+            frame = frame.f_back if frame is not None else None
+        g = frame.f_globals if frame is not None else sys.__dict__
+        where = (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ("sys", 1)
+        text = message if isinstance(message, Warning) else str(message)
+        ctx.warned.append(
+            functools.partial(_warn_again, text, category or UserWarning, *where, g, source)
+        )
+        return None
+
+    return warn
+
+
+def _warn_again(message, category, filename, lineno, module_globals, source, _value=None):
+    """A warning the traced code issued, issued again after a call the trace served."""
+    registry = module_globals.setdefault("__warningregistry__", {})
+    module = module_globals.get("__name__", "<string>")
+    warnings.warn_explicit(
+        message, category, filename, lineno, module, registry, module_globals, source
+    )
 
 
 def _watch_environ(patches: Patches) -> None:

@@ -125,3 +125,38 @@ def test_the_advised_fix_skips_the_print_while_tracing(capsys):
         assert ws == []
     assert capsys.readouterr().out == "".join(f"torch.Size([{n}, 2])\n" for n in (3, 4, 5))
     assert jf.stats.compiles == 1
+
+
+def _warns(x):
+    warnings.warn(f"size {x.shape[0]}", FutureWarning, stacklevel=1)
+    if x.sum() > 0:  # a split: the Python before it runs again while tracing
+        return x + 1
+    return x - 1
+
+
+def _helper_warns(x):
+    warnings.warn("from the caller's line", stacklevel=2)
+
+
+def _calls_helper(x):
+    _helper_warns(x)
+    return x * 2
+
+
+@pytest.mark.parametrize("fn", [_warns, _calls_helper])
+def test_warnings_are_issued_by_every_call_as_eager_issues_them(fn):
+    jf = symshape.jit(fn)
+    for n, sign in ((3, 1.0), (3, -1.0), (5, 1.0), (3, 1.0)):
+        x = torch.full((n,), sign)
+        seen = {}
+        for name, f in (("eager", fn), ("jit", jf)):
+            with warnings.catch_warnings(record=True) as got:
+                warnings.simplefilter("always")
+                f(x)
+            seen[name] = [(w.category, str(w.message), w.filename, w.lineno) for w in got]
+        assert seen["jit"] == seen["eager"] and len(seen["eager"]) == 1
+    with warnings.catch_warnings(record=True) as got:  # the default filter: once per line
+        warnings.simplefilter("default")
+        for n in (3, 3, 3):
+            jf(torch.ones(n))
+    assert len(got) <= 1

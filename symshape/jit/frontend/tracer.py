@@ -422,6 +422,7 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
             # had them, which the trace runs in; each is set again after every call
             flags = torch_state.take_changes(flags)
             stored += [(b.const(write, "_w"), "call", what, value) for what, write, value in flags]
+            stored += [(b.const(again, "_w"), "call", None, None) for again in ctx.warned]
         torch_state.check_replayable(flags, name)
         if ctx.split is not None:
             ctx.split.none_caught(ctx, ran.pending is not None)
