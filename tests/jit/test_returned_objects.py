@@ -12,6 +12,7 @@ import itertools
 import types
 import warnings
 
+import pytest
 import torch
 
 import symshape
@@ -162,3 +163,24 @@ def test_an_object_of_a_pytree_constant_class_the_call_makes_is_new_each_call():
         assert got[2] is _KEPT_CONFIG  # one the program keeps: itself
         seen.append((got[1], holder.cfg))
     assert all(a is not b for x, y in itertools.pairwise(seen) for a, b in zip(x, y))
+
+
+def _attention_params(q, k, v):
+    from torch.backends.cuda import SDPAParams
+
+    return SDPAParams(q, k, v, None, 0.0, True, False), q * 2
+
+
+def test_a_returned_cpp_object_holding_computed_tensors_runs_the_call_eagerly():
+    """SDPAParams keeps its tensors in C++, where no walk sees them: returned as it
+    is, later calls would find the trace's placeholders in it."""
+    jf = symshape.jit(_attention_params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for n in (4, 6):
+            q, k, v = (torch.randn(n) for _ in range(3))
+            got, want = jf(q, k, v), _attention_params(q, k, v)
+            assert got[0].query is q and want[0].query is q
+            torch.testing.assert_close(got[1], want[1])
+    with pytest.raises(symshape.TracingError, match="SDPAParams"):
+        symshape.jit(lambda q: _attention_params(q * 1, q, q), fullgraph=True)(torch.randn(3))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import collections.abc
+import inspect
 import types
 import weakref
 
@@ -178,6 +179,7 @@ def _structure(x, t: type, walk, rebuilt) -> tuple:
     if isinstance(x, BaseException) and (rebuilt(x) or holds_traced(x)):
         return _exception(x, t, walk)
     if not (_rebuildable(x) and rebuilt(x)) and not holds_traced(x):
+        _no_traced_properties(x, t)
         return ("const", x)
     # walked in the order _build makes them: items, then attributes
     if isinstance(x, (list, tuple, set, frozenset)):  # a list, tuple or set subclass
@@ -202,6 +204,26 @@ def _exception(x: BaseException, t: type, walk) -> tuple:
     args = [walk(a) for a in reduced[1]]  # in the order _made_exception builds them
     attributes = [(k, walk(v)) for k, v in _attributes(x)]
     return ("exception", t, args, attributes, [(k, walk(getattr(x, k))) for k in _CHAINED])
+
+
+def _no_traced_properties(x, t: type) -> None:
+    """An object of a C++ class (``SDPAParams``) holds its tensors where no walk sees
+    them; one whose properties give traced tensors cannot be returned as it is (a
+    later call would find the trace's placeholders in it): the call runs eagerly."""
+    if t.__module__ == "builtins" or isinstance(x, (type, types.FunctionType, types.ModuleType)):
+        return
+    names = [n for n in dir(t) if isinstance(inspect.getattr_static(t, n, None), property)]
+    for n in names[:32]:
+        try:
+            v = getattr(x, n)
+        except Exception:  # a property that raises holds nothing to see
+            continue
+        if isinstance(v, _TRACED):
+            raise RunsEagerly(
+                f"the function returns (or stores) a {t.__module__}.{t.__qualname__} whose "
+                f"`{n}` is a tensor it computed, which symshape cannot make again for later calls",
+                "return the tensors, and build the object outside the jit-compiled function",
+            )
 
 
 def _constant_class(t: type) -> bool:
