@@ -17,7 +17,7 @@ import torch
 
 from symshape.ops.registry import OpDef, attribute, define
 from symshape.sym.source import user_location
-from symshape.trace.eager import NOT_SPLIT, eager_call, eager_ops_before, grad_of
+from symshape.trace.eager import NOT_SPLIT, eager_call, eager_ops_before, grad_of, grads_of
 from symshape.trace.errors import RunsEagerly, TracingError, cannot_trace
 from symshape.trace.proxy import TensorProxy
 
@@ -74,11 +74,11 @@ def _grad(ctx, op, t):
         if not after:
             return src.grad()
         # an op run eagerly before (a backward, `p.grad = None`) may have set it since the
-        # call began: read where the trace splits, once per such op
+        # call began: read where the trace splits, once per such op, with the gradients
+        # of every leaf input that needs one (an optimizer reads them all: one split)
         key = ("grad after", after)
         if key not in src.answers:
-            why = "an op run eagerly before it may have set it"
-            src.answers[key] = eager_call(ctx, grad_of, "Tensor.grad", (t,), {}, why)
+            _read_grads(ctx, src, key)
         return src.answers[key]
     real = _captured(ctx, t)
     if real is not None and (real.requires_grad or real.grad is not None):
@@ -109,6 +109,22 @@ def _grad(ctx, op, t):
         if out is not NOT_SPLIT:
             return out
     return None
+
+
+def _read_grads(ctx, src, key) -> None:
+    """The gradients of the trace's leaf inputs that need one (``t`` among them), read
+    together where the trace splits; each input's answer for ``key``."""
+    leaves = [
+        p
+        for p in src.b.proxy_of.values()
+        if getattr(p, "_ss_input", None) is not None and p.requires_grad and p._ss_input.is_leaf()
+    ]
+    if not any(p is src.item.proxy for p in leaves):  # (by identity: `in` compares values)
+        leaves.append(src.item.proxy)
+    why = "an op run eagerly before it may have set it"
+    got = eager_call(ctx, grads_of, "Tensor.grad", (tuple(leaves),), {}, why)
+    for p, g in zip(leaves, got):
+        p._ss_input.answers[key] = g
 
 
 def _is_inference(ctx, op, t):

@@ -39,11 +39,17 @@ def grad_of(t):
     return t.grad
 
 
+def grads_of(ts: tuple) -> tuple:
+    """``t.grad`` of each of ``ts``, read together where the trace splits."""
+    return tuple(t.grad for t in ts)
+
+
 # what an op run eagerly may be that only reads a tensor's layout or its gradient
 # (``Read.eager``)
 _QUERIES = (
     *(getattr(torch.Tensor, n) for n in ("storage_offset", "stride", "is_contiguous", "data_ptr")),
     grad_of,
+    grads_of,
 )
 
 

@@ -30,7 +30,7 @@ import torch.utils._pytree as pytree
 from symshape.ir import Var
 from symshape.sym import DataDependentError
 from symshape.trace import frame_state
-from symshape.trace.errors import cannot_trace
+from symshape.trace.errors import TracingError, cannot_trace
 
 
 class NeedRead(BaseException):
@@ -251,6 +251,15 @@ def read(ctx, kind: str, inputs: tuple, convert: Callable, text: str, eager: boo
         mark.state = frame_state.capture(ctx, sp.boundary, sp.roots() if sp.roots else ())
     i = len(sp.marks)
     if i < len(sp.known):
+        if (type(sp.known[i]) is EagerResult) != bool(eager):  # the Python went another way
+            raise TracingError(
+                f"the call traced differently when traced again: its read {i + 1} is "
+                f"{text}{f' at {where.describe()}' if where else ''}, where the call ran "
+                f"{'an op eagerly' if type(sp.known[i]) is EagerResult else 'a read of data'} "
+                "before. An op run eagerly there changed what the Python before it reads. "
+                "Fix: run that op outside the jit-compiled function, or keep the value in a "
+                "tensor instead of deciding on it in Python."
+            )
         mark.value = sp.known[i]
         sp.marks.append(mark)
         if i == len(sp.known) - 1:

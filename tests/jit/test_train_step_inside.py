@@ -78,3 +78,14 @@ def test_an_optimizer_also_held_by_a_closures_scheduler():
     torch.testing.assert_close(got["state"], want["state"])
     assert got["param_groups"][0]["lr"] == want["param_groups"][0]["lr"]
     torch.testing.assert_close(got_params, want_params)
+
+
+def test_a_step_whose_python_an_eager_op_changes_is_refused_clearly():
+    """ASGD's step decides in Python on state the backward's split changed: traced
+    again from the start, the call goes another way, which is refused with the
+    reason (it had been a TypeError from inside symshape)."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 4)
+    opt = torch.optim.ASGD(model.parameters(), lr=0.01)
+    with pytest.raises(symshape.TracingError, match="traced differently"):
+        symshape.jit(_step)(torch.randn(3, 4), opt, model)
