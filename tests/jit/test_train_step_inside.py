@@ -89,3 +89,36 @@ def test_a_step_whose_python_an_eager_op_changes_is_refused_clearly():
     opt = torch.optim.ASGD(model.parameters(), lr=0.01)
     with pytest.raises(symshape.TracingError, match="traced differently"):
         symshape.jit(_step)(torch.randn(3, 4), opt, model)
+
+
+def _with_a_scheduler_inside(wrap):
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 4)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=10)
+
+    def step(x, opt, model):
+        loss = _step(x, opt, model)
+        sched.step()  # a closure's object that holds the argument's param_groups
+        return loss
+
+    f = wrap(step)
+    seen = []
+    for n in (2, 3, 4, 5, 5):
+        f(torch.randn(n, 4), opt, model)
+        seen.append((opt.param_groups[0]["lr"], sched.last_epoch))
+    return seen, [p.detach().clone() for p in model.parameters()]
+
+
+def test_a_closures_scheduler_stepped_inside_follows_eager():
+    """The scheduler's state, read through the closure, is guarded as the call began:
+    what the call wrote through the argument (its param_groups' lr) had been taken
+    for a change the call made, and the guard dropped, so a cached trace replayed
+    the traced call's epoch and learning rate."""
+    (got, got_params), (want, want_params) = (
+        _with_a_scheduler_inside(symshape.jit),
+        _with_a_scheduler_inside(lambda f: f),
+    )
+    assert [e for _, e in got] == [e for _, e in want]
+    torch.testing.assert_close([lr for lr, _ in got], [lr for lr, _ in want])
+    torch.testing.assert_close(got_params, want_params, atol=1e-5, rtol=1e-5)

@@ -445,8 +445,8 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
             segments.undo_writes(w.writes, w.read_states)
             w.writes.clear()  # nothing is written by this trace: what it read is guarded
         ctx.flush_asserts()
-        if gg:
-            gg.settle()
+    if gg:  # after the arguments' containers are put back too: what the call changed
+        gg.settle()  # through them is not taken for a change of the state it read
     return ran
 
 
