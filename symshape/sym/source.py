@@ -75,6 +75,12 @@ def _torch_dir() -> str | None:
 _TORCH: list = [None, None]  # the torch module _torch_dir saw, and its directory
 
 
+def in_torch(filename: str) -> bool:
+    """Is ``filename`` (a code object's) one of torch's own files?"""
+    tdir = _torch_dir()
+    return tdir is not None and filename.startswith(tdir)
+
+
 def is_user_file(fn: str, tdir: str | None = None) -> bool:
     """Is ``fn`` (a code object's filename) the user's, not symshape's, torch's or
     the standard library's? ``tdir``: torch's directory, when the caller has it."""

@@ -36,7 +36,6 @@ of one, the library's own check keeps eager's answer while tracing (``EAGER_ANSW
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import types
 from collections.abc import Iterator
@@ -44,6 +43,7 @@ from collections.abc import Iterator
 import torch
 import torch.compiler
 
+from symshape.sym.source import PACKAGE_DIR, in_torch
 from symshape.trace.patching import Patches
 
 # (module, function): a library's check that keeps eager's answer while tracing, and why
@@ -84,10 +84,6 @@ def _eager(original):
     return is_compiling
 
 
-_TORCH = os.path.dirname(torch.__file__) + os.sep
-_SYMSHAPE = os.path.dirname(os.path.dirname(__file__)) + os.sep
-
-
 def _disable_codes() -> tuple:
     """The code of ``torch.compiler.disable``'s wrappers: recursive and not (none
     before TorchDynamo is loaded, as no function can have been disabled)."""
@@ -107,14 +103,14 @@ def _disabled(frame) -> bool:
     recursive, flat = _disable_codes()
     if recursive is None and flat is None:
         return False
-    while frame is not None and frame.f_code.co_filename.startswith(_TORCH):
+    while frame is not None and in_torch(frame.f_code.co_filename):
         frame = frame.f_back  # torch's own helpers (torch._dynamo.is_compiling)
     if frame is not None and frame.f_back is not None and frame.f_back.f_code is flat:
         return _in_trace(frame.f_back)
     while frame is not None:
         if frame.f_code is recursive:
             return _in_trace(frame)
-        if frame.f_code.co_filename.startswith(_SYMSHAPE):
+        if frame.f_code.co_filename.startswith(PACKAGE_DIR):
             return False  # the trace's edge: a disabled caller outside it is not eager's
         frame = frame.f_back
     return False
@@ -123,7 +119,7 @@ def _disabled(frame) -> bool:
 def _in_trace(frame) -> bool:
     """Whether a symshape frame (the trace's call of the program) is outside ``frame``."""
     while frame is not None:
-        if frame.f_code.co_filename.startswith(_SYMSHAPE):
+        if frame.f_code.co_filename.startswith(PACKAGE_DIR):
             return True
         frame = frame.f_back
     return False

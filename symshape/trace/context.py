@@ -32,7 +32,7 @@ from symshape.trace.proxy import TensorProxy, contiguous_strides
 from symshape.trace.reads import SplitState
 from symshape.trace.subclasses import plain, traceable
 from symshape.trace.symnode import SymNode
-from symshape.trace.symvalues import to_symbool, to_symfloat, to_symint
+from symshape.trace.symvalues import DIVISION_BY_ZERO, to_symbool, to_symfloat, to_symint
 
 _tls = threading.local()
 
@@ -391,7 +391,7 @@ class TraceContext(Aliasing):
         """A divisor of Python's ``op`` is not 0; where it is, its error, as this Python
         words it (``%`` and ``//`` of ints differ, and floats' again)."""
         if (type(d) is int and d == 0) or (type(d) is not int and not self.guard(L.ne(d, 0))):
-            raise ZeroDivisionError(_DIVISION_BY_ZERO[op])
+            raise ZeroDivisionError(DIVISION_BY_ZERO[op])
 
     def bool_as_int(self, b) -> int:
         return int(self.guard(b)) if type(b) is not bool else int(b)
@@ -813,23 +813,6 @@ def _with_grad(m: TensorMeta, differentiable: bool) -> TensorMeta:
 
 _FLOAT_EXACT = 1 << 53  # integers beyond are not all floats
 
-
-def _zero_division(op) -> str:
-    try:
-        op(1, 0)
-    except ZeroDivisionError as e:
-        return str(e)
-    raise AssertionError("symshape bug: dividing by zero did not raise")
-
-
-# what this Python says when each operation divides by zero (its words change by release)
-_DIVISION_BY_ZERO = {
-    "//": _zero_division(operator.floordiv),
-    "%": _zero_division(operator.mod),
-    "/": _zero_division(operator.truediv),
-    "f/": _zero_division(lambda a, b: float(a) / float(b)),
-    "f//": _zero_division(lambda a, b: float(a) // float(b)),
-}
 
 _PY_CMP = {
     L.eq: operator.eq,

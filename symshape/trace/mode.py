@@ -26,7 +26,7 @@ from torch.autograd import Function
 from torch.overrides import TorchFunctionMode
 
 from symshape.sym import DataDependentError
-from symshape.sym.source import PACKAGE_DIR, is_user_file, user_location
+from symshape.sym.source import PACKAGE_DIR, in_torch, is_user_file, user_location
 from symshape.trace import (
     autocast,
     control_flow,
@@ -492,13 +492,10 @@ def _record_sdp_reads(patches: Patches) -> None:
             patches.replace(torch._C, name, _recorded_read(real, SDP_FLAGS, patches))
 
 
-_TORCH_DIR = torch.__file__.rsplit("__init__.py", 1)[0]
-
-
 def _asked_by_symshape(frame) -> bool:
     """Is the nearest caller past torch's own Python one of symshape's files (its
     attention rule guards the flags it reads itself)?"""
-    while frame is not None and frame.f_code.co_filename.startswith(_TORCH_DIR):
+    while frame is not None and in_torch(frame.f_code.co_filename):
         frame = frame.f_back
     return frame is not None and frame.f_code.co_filename.startswith(PACKAGE_DIR)
 

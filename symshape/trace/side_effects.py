@@ -33,7 +33,13 @@ import warnings
 
 import torch
 
-from symshape.sym.source import PACKAGE_DIR, is_stdlib_file, is_user_file, user_location
+from symshape.sym.source import (
+    PACKAGE_DIR,
+    in_torch,
+    is_stdlib_file,
+    is_user_file,
+    user_location,
+)
 from symshape.trace.context import current
 from symshape.trace.errors import RunsEagerly
 from symshape.trace.patching import Patches
@@ -217,17 +223,10 @@ def _read_by_user() -> bool:
     f = sys._getframe(2)
     while f is not None:
         name = f.f_code.co_filename
-        if not (is_stdlib_file(name) or name.startswith("<frozen ") or _in_torch(name)):
+        if not (is_stdlib_file(name) or name.startswith("<frozen ") or in_torch(name)):
             return is_user_file(name)
         f = f.f_back
     return False
-
-
-def _in_torch(filename: str) -> bool:
-    return filename.startswith(_TORCH_DIR)
-
-
-_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 
 
 def _environ_get(getitem, key):

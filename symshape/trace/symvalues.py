@@ -515,4 +515,25 @@ def to_symfloat(ctx, r):
     return SymFloat(SymNode(ctx, r, "float"))
 
 
-__all__ = ["SymBool", "SymFloat", "SymInt", "to_symbool", "to_symfloat", "to_symint", "wrap"]
+def _zero_division(op) -> str:
+    try:
+        op(1, 0)
+    except ZeroDivisionError as e:
+        return str(e)
+    raise AssertionError("symshape bug: dividing by zero did not raise")
+
+
+# what this Python says when each operation divides by zero (its words change by release)
+DIVISION_BY_ZERO = {
+    "//": _zero_division(operator.floordiv),
+    "%": _zero_division(operator.mod),
+    "/": _zero_division(operator.truediv),
+    "f/": _zero_division(lambda a, b: float(a) / float(b)),
+    "f//": _zero_division(lambda a, b: float(a) // float(b)),
+}
+
+
+__all__ = [
+    "DIVISION_BY_ZERO", "SymBool", "SymFloat", "SymInt", "to_symbool", "to_symfloat", "to_symint",
+    "wrap",
+]  # fmt: skip

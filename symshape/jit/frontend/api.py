@@ -205,9 +205,10 @@ class JitFunction:
                     raise InputSpecError(
                         f"{self.__name__}: an input violates its declared range: {why}"
                     )
-            out = self._by_stance(reasons, args, kwargs)
-            if out is not _MISS:
-                return out
+            if stance.current() != stance.DEFAULT:  # torch.compiler.set_stance
+                why = stance.instead_of_tracing(self, reasons)
+                if why is not None:
+                    return self._eager_by_stance(why, args, kwargs)
             if sum(e.root for e in self._entries) >= self._limit:
                 return self._eager(args, kwargs, reasons)
             if self._entries:
@@ -257,17 +258,7 @@ class JitFunction:
             return continuation.run(self, entry, r, m, args, kwargs, fresh=True)
         return self._run(entry, r, args, kwargs, rebase=False)
 
-    def _by_stance(self, reasons: list, args, kwargs):
-        """A call that would trace, under ``torch.compiler.set_stance``: run eagerly,
-        refused, or ``_MISS`` where it traces (``stance.py``)."""
-        now = stance.current()
-        if now == stance.DEFAULT:
-            return _MISS
-        if now == "fail_on_recompile":
-            raise stance.refuse(self.__name__, reasons)
-        why = stance.runs_eagerly(now, bool(self._entries), self._stance_eager)
-        if why is None:
-            return _MISS
+    def _eager_by_stance(self, why: str, args, kwargs):
         self._stance_eager = True
         self.stats.eager_calls += 1
         log.info("symshape: %s: %s", self.__name__, why, extra={"symshape_log": "recompiles"})

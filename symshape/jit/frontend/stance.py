@@ -55,6 +55,16 @@ def current() -> str:
     return getattr(getattr(ef, "_stance", None), "stance", DEFAULT)
 
 
+def instead_of_tracing(jf, reasons: list) -> str | None:
+    """Why a call of ``jf`` that no cached trace accepts runs eagerly under the stance
+    set, or None where it traces; raises ``RecompileError`` under ``fail_on_recompile``
+    (``reasons``: each cached trace's ``(kind, why)``)."""
+    now = current()
+    if now == "fail_on_recompile":
+        raise refuse(jf.__name__, reasons)
+    return runs_eagerly(now, bool(jf._entries), jf._stance_eager)
+
+
 def runs_eagerly(stance: str, traced_before: bool, seen_eagerly: bool) -> str | None:
     """Why a call that no cached trace accepts runs eagerly under ``stance``, or
     None where it traces (``fail_on_recompile`` is ``refuse``'s)."""

@@ -19,13 +19,12 @@ from symshape.jit.guards.module_state import (
     hook_dicts,
     join_label,
 )
-from symshape.jit.guards.object_inputs import UntraceableInput
+from symshape.jit.guards.object_inputs import iterator_refused
 from symshape.jit.guards.state import (
     ClassGuard,
     Ident,
     ObjectGuard,
     is_plain_object,
-    iterator_input,
     iterator_within,
     snapshot,
 )
@@ -79,7 +78,7 @@ class ModuleInputs:
                 proxy = self.walk(t, f"{loc}.__dict__[{name!r}]", join_label(label, name), mlines)
                 self.attr_proxies[(id(mod), name)] = proxy
             elif (found := iterator_within(t, join_label(label or "self", name))) is not None:
-                raise UntraceableInput(". Fix: ".join(iterator_input(*found)))
+                raise iterator_refused(*found)
         for name, sub in mod._modules.items():
             if sub is not None:
                 self.module(

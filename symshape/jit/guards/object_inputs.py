@@ -36,6 +36,11 @@ class UntraceableInput(TracingError):
     unless ``fullgraph=True``, which raises this."""
 
 
+def iterator_refused(label: str, v) -> UntraceableInput:
+    """The refusal of an iterator input at ``label`` (state.iterator_input)."""
+    return UntraceableInput(". Fix: ".join(iterator_input(label, v)))
+
+
 class ObjectInputs:
     """Builder methods for object arguments (mixed into prologue.Builder)."""
 
@@ -89,7 +94,7 @@ class ObjectInputs:
                 self.tracked.setdefault(id(v), (v, where[2]))
                 new[kind, k] = v
             elif lazy_iterator(v):
-                raise UntraceableInput(". Fix: ".join(iterator_input(where[1], v)))
+                raise iterator_refused(where[1], v)
             else:
                 new[kind, k] = v  # guarded by the object's snapshot
         if t is tuple:

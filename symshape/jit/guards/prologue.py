@@ -41,12 +41,11 @@ from symshape.jit.boundary.writes import CallerTensor
 from symshape.jit.frontend.policy import DYNAMIC, STATIC, DerivedDim, Dim, split_dim
 from symshape.jit.guards.layouts import dense_order, narrowed_dim, permuted_strides
 from symshape.jit.guards.module_inputs import ModuleInputs
-from symshape.jit.guards.object_inputs import ObjectInputs, UntraceableInput
+from symshape.jit.guards.object_inputs import ObjectInputs, UntraceableInput, iterator_refused
 from symshape.jit.guards.state import (
     ObjectGuard,
     class_guards,
     is_plain_object,
-    iterator_input,
     lazy_iterator,
     user_class,
     viewed,
@@ -294,7 +293,7 @@ class Builder(ObjectInputs, ModuleInputs):
         if is_plain_object(value) or t in (set, frozenset):  # checked by type and state
             return self._object(value, src, label, out, path)
         if lazy_iterator(value):
-            raise UntraceableInput(". Fix: ".join(iterator_input(label, value)))
+            raise iterator_refused(label, value)
         # Anything else is a constant of the trace, recognized by identity.
         self.globals["_described"] = described
         self.fail(
