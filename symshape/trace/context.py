@@ -91,6 +91,7 @@ class TraceContext(Aliasing):
         self.draw_labels: set[str] = set()  # labels of floats drawn from `random` (draws.py)
         # shape questions and proxy layouts, kept while nothing new is known (memo.py)
         self.memo: dict = {}
+        self.closed = False  # the trace is over: its sizes are the values it saw
         self.split: SplitState | None = None  # set when reads of data split (reads.py)
         self.falls_back = False  # the call may run eagerly where it cannot be traced
         self.exporting = False  # symshape.export's trace (tracer.py)
@@ -114,6 +115,7 @@ class TraceContext(Aliasing):
     def close(self) -> None:
         """Drop this trace's memo: the SymInts it holds refer back to it."""
         self.memo.clear()
+        self.closed = True
 
     def split_at_reads(self, state: SplitState) -> None:  # reads of data become marks
         self.split = state
@@ -263,8 +265,34 @@ class TraceContext(Aliasing):
                 f"a SymInt from another system ({type(n).__name__}) reached symshape"
             )
         if n.ctx is not self:
+            if n.ctx.closed:
+                return SymNode(self, n.ctx.seen(n), n.kind)
             raise TracingError("a symbolic size from another trace was used here")
         return n
+
+    def seen(self, n: SymNode):
+        """The value ``n`` had in this finished trace's call. A size an earlier trace
+        left where symshape cannot put back eager's value (a ``functools.lru_cache``
+        key or result) reads as the value it stood for when it was stored, which is
+        what eager's call stored there."""
+        v = n.value
+        try:
+            if n.kind != "float":
+                return self.env.hint(v)
+            if isinstance(v, F.Opaque):
+                known = self._opaque_value(v)
+                if known is None:
+                    raise DataDependentError(str(v))
+                return known
+            if isinstance(v, F.Ratio):
+                return self.env.hint(v.num) / self.env.hint(v.den)
+            return float(v)
+        except DataDependentError:
+            raise TracingError(
+                "a size an earlier trace read from data was kept (in a cache, or other "
+                "state symshape cannot see) and reached this trace, which cannot know its "
+                "value. Fix: keep `int(...)` of it, not the size itself."
+            ) from None
 
     def symint(self, e):
         return to_symint(self, e)

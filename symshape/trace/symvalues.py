@@ -73,6 +73,15 @@ def _operand(ctx, x):
     return NotImplemented
 
 
+def _kept(n: SymNode, other) -> SymNode:
+    """``n``, or where its trace is over (it was kept in a cache), the value it
+    stood for, in the trace of ``other`` when that is symbolic."""
+    if not n.ctx.closed:
+        return n
+    ctx = other.node.ctx if isinstance(other, _SYM) else n.ctx
+    return SymNode(ctx, n.ctx.seen(n), n.kind)
+
+
 def wrap(node: SymNode):
     """A SymNode result as user code sees it: a plain value when known."""
     if node.kind == "int":
@@ -119,7 +128,7 @@ def _binary(op, *, bools: bool = True, floats: bool = True, reflected: bool = Fa
     ints; ``floats=False``: the operator does not exist for floats."""
 
     def method(self, other):
-        a = self.node
+        a = _kept(self.node, other)
         b = _operand(a.ctx, other)
         if b is NotImplemented:
             return NotImplemented
@@ -216,7 +225,7 @@ def _bitwise(name: str, py):
 
 
 def _powmod(self, exponent, modulus):
-    a = self.node
+    a = _kept(self.node, exponent)
     b, m = _operand(a.ctx, exponent), _operand(a.ctx, modulus)
     if b is NotImplemented or m is NotImplemented:
         return NotImplemented
