@@ -18,7 +18,9 @@ While any trace is recorded, ``builtins.print`` and the functions of the
 ``random`` module are wrappers; a wrapper acts only on the thread that traces
 (a thread-local stack of traces), and calls the original everywhere else. The
 originals are restored when the last trace ends, even on error. Code that
-bound ``from random import randint`` before tracing is not seen.
+bound ``from random import randint`` before tracing is not seen here; its
+draws move ``random``'s state, which the JIT compares when the traced code
+returns (``Draws.check_all_seen``).
 """
 
 from __future__ import annotations

@@ -260,3 +260,61 @@ def test_draws_from_other_generators_run_the_call_eagerly(fn):
     assert seen[1] == seen[0]
     with pytest.raises(TracingError, match="draws from a generator"):
         symshape.jit(fn, fullgraph=True)(*args[0])
+
+
+_BOUND_INSTANCE = _RNG.random  # C methods, bound before any trace: their draws go unseen
+_GLOBAL_BOUND = random.random
+_BOUND_RANDINT = random.randint
+_NUMPY_GENERATOR = np.random.default_rng(0)
+_NUMPY_STATE = np.random.RandomState(0)
+_NUMPY_BOUND = np.random.uniform
+_SYSTEM = random.SystemRandom()
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda: _BOUND_INSTANCE(),
+        lambda: _GLOBAL_BOUND(),
+        lambda: _BOUND_RANDINT(1, 10**9),
+        lambda: _NUMPY_GENERATOR.random(),
+        lambda: _NUMPY_STATE.rand(),
+        lambda: _NUMPY_BOUND(),
+    ],
+    ids=["instance-method", "module-function", "module-randint", "numpy-generator",
+         "numpy-randomstate", "numpy-function"],
+)  # fmt: skip
+def test_draws_through_functions_bound_before_tracing_are_drawn_on_every_call(draw):
+    """``from random import random``, ``draw = rng.random``, a NumPy ``Generator``:
+    no wrapper sees these draws (their numbers had been the traced call's on
+    every call); the call runs eagerly, and fullgraph refuses it."""
+
+    def fn(x):
+        return x + float(draw())
+
+    seen = []
+    for f in (fn, symshape.jit(fn)):
+        _RNG.seed(0), random.seed(0), np.random.seed(0), _NUMPY_STATE.seed(0)
+        _NUMPY_GENERATOR.bit_generator.state = np.random.default_rng(5).bit_generator.state
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TraceTimeSideEffectWarning)
+            seen.append([f(torch.zeros(2)).tolist() for _ in range(3)] + [random.random()])
+    assert seen[1] == seen[0]
+    assert len({tuple(r) for r in seen[0][:3]}) == 3  # each call drew anew
+    with pytest.raises(TracingError, match="random"):
+        symshape.jit(fn, fullgraph=True)(torch.zeros(2))
+
+
+def test_a_system_random_held_by_a_module_runs_it_eagerly():
+    class Noisy(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rng = _SYSTEM
+
+        def forward(self, x):
+            return x + self.rng.random()
+
+    jm = symshape.jit(Noisy())
+    with pytest.warns(TraceTimeSideEffectWarning, match="draws random numbers"):
+        got = [jm(torch.zeros(1)).item() for _ in range(3)]
+    assert len(set(got)) == 3 and jm.stats.eager_calls == 3

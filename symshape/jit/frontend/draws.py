@@ -25,9 +25,10 @@ with the state put back first: a decision in Python on a drawn float, a draw
 whose result is not a number (``choice``, ``shuffle``, ``sample``), a draw
 with a tensor among its arguments, and draws in a trace that splits at reads
 of tensor data. So do draws from a ``random.Random`` instance and from NumPy's
-global generator (``trace/side_effects.py``). Functions bound by ``from random
-import random`` before tracing are not seen: their draws stay those of the
-traced call (design.md's limits).
+global generator (``trace/side_effects.py``). So do draws through functions
+bound before tracing (``from random import random``): the wrappers do not see
+them, but their draws move ``random``'s state, which is compared with the
+draws seen when the traced code returns (``Draws.check_all_seen``).
 """
 
 from __future__ import annotations
@@ -90,6 +91,8 @@ class Draws:
     b: object  # the prologue Builder
     lines: list = field(default_factory=list)  # (line drawing, line with the traced value)
     splits: bool = False  # the trace splits at reads: draws cannot follow it
+    # random's state after the draws seen so far: any other is a draw not seen
+    expected: tuple = field(default_factory=random.getstate)
 
     def __bool__(self) -> bool:
         return bool(self.lines)
@@ -106,6 +109,7 @@ class Draws:
         args = tuple(_plain(a, name, at) for a in args)
         kwargs = {k: _plain(v, name, at) for k, v in kwargs.items()}
         value = fn(*args, **kwargs)
+        self.expected = random.getstate()
         b, ctx = self.b, self.b.ctx
         call = f"{b.const(fn, f'_random_{name}')}({_arguments(b, args, kwargs)})"
         label = _call_text(name, args, kwargs) + at
@@ -127,6 +131,17 @@ class Draws:
         b.int_inputs.append((s, label))
         self.lines.append((f"{s.name} = {call}", f"{s.name} = {value!r}"))
         return ctx.symint(s)
+
+    def check_all_seen(self) -> None:
+        """After the traced code ran: did it draw from ``random`` only through the
+        module's functions? One bound before tracing (``from random import random``,
+        ``rand = random.randint``) draws unseen, and a trace would keep its value."""
+        if random.getstate() != self.expected:
+            raise DrawsEagerly(
+                "the code drew from `random` through a function bound before it was "
+                "traced (`from random import random`, `draw = random.random`), which a "
+                "trace cannot see"
+            )
 
     def split_message(self) -> str:
         return "the code draws from `random` and reads tensor data"

@@ -326,6 +326,7 @@ def _trace_once(
     ran = _run(ctx, b, w, call, pargs, pkw, module, name, draws, gg, global_writes)
     _nothing_left(b, w)
     t_traced = time.perf_counter()
+    draws.check_all_seen()
     if draws and (ran.marks or ran.pending is not None):
         raise DrawsEagerly(draws.split_message())
     trace, used, grad, split, out_spec = _computation(ctx, b, ran, name, grad, target)

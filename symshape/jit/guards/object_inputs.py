@@ -23,9 +23,9 @@ from symshape.jit.guards.state import (
     ObjectGuard,
     _instance_dict,
     _slots,
+    hidden_state,
     is_plain_object,
     iterator_input,
-    lazy_iterator,
     viewed,
 )
 from symshape.trace.errors import TracingError
@@ -93,7 +93,7 @@ class ObjectInputs:
             elif tv is set:  # watched for writes (its items are the object's snapshot's)
                 self.tracked.setdefault(id(v), (v, where[2]))
                 new[kind, k] = v
-            elif lazy_iterator(v):
+            elif hidden_state(v):
                 raise iterator_refused(where[1], v)
             else:
                 new[kind, k] = v  # guarded by the object's snapshot

@@ -45,8 +45,8 @@ from symshape.jit.guards.object_inputs import ObjectInputs, UntraceableInput, it
 from symshape.jit.guards.state import (
     ObjectGuard,
     class_guards,
+    hidden_state,
     is_plain_object,
-    lazy_iterator,
     user_class,
     viewed,
 )
@@ -292,7 +292,7 @@ class Builder(ObjectInputs, ModuleInputs):
             return value
         if is_plain_object(value) or t in (set, frozenset):  # checked by type and state
             return self._object(value, src, label, out, path)
-        if lazy_iterator(value):
+        if hidden_state(value):
             raise iterator_refused(label, value)
         # Anything else is a constant of the trace, recognized by identity.
         self.globals["_described"] = described

@@ -24,6 +24,7 @@ import enum
 import gc
 import logging
 import math
+import random
 import threading
 import types
 import weakref
@@ -208,10 +209,31 @@ def lazy_iterator(x) -> bool:
     return t.__module__ in ("builtins", "itertools") and isinstance(x, collections.abc.Iterator)
 
 
+def unseen_draws(x) -> bool:
+    """A random number generator whose draws no trace sees, so none draws them
+    again: NumPy's (a ``Generator``, a ``RandomState``, or a method bound to one),
+    a ``random.SystemRandom``, or a C method of a ``random.Random`` bound before
+    tracing (``draw = rng.random``; called through the object, a ``random.Random``'s
+    draws are seen: trace/side_effects.py)."""
+    t = type(x)
+    owner = x.__self__ if t is types.BuiltinMethodType or t is types.MethodType else None
+    obj = owner if owner is not None else x
+    if type(obj).__module__.startswith("numpy.random") or isinstance(obj, random.SystemRandom):
+        return True  # SystemRandom draws from the OS with its own methods
+    return t is types.BuiltinMethodType and isinstance(owner, random.Random)
+
+
+def hidden_state(x) -> bool:
+    """Does ``x`` change with each use in a way no guard can read (an iterator's
+    position, a random generator's state)?"""
+    return lazy_iterator(x) or unseen_draws(x)
+
+
 def iterator_within(v, label: str, depth: int = 3) -> tuple[str, object] | None:
-    """``(label, iterator)`` of an iterator ``v`` is or holds, through lists, tuples,
-    dicts and plain objects, ``depth`` levels down; None if none."""
-    if lazy_iterator(v):
+    """``(label, x)`` of an iterator or random generator (``hidden_state``) ``v`` is
+    or holds, through lists, tuples, dicts and plain objects, ``depth`` levels
+    down; None if none."""
+    if hidden_state(v):
         return label, v
     if depth == 0:
         return None
@@ -231,7 +253,15 @@ def iterator_within(v, label: str, depth: int = 3) -> tuple[str, object] | None:
 
 
 def iterator_input(label: str, v) -> tuple[str, str]:
-    """Why a call that reads the iterator ``v`` (at ``label``) runs eagerly, and the fix."""
+    """Why a call that reads the iterator (or random generator) ``v`` (at ``label``)
+    runs eagerly, and the fix."""
+    if unseen_draws(v):
+        return (
+            f"{label} draws random numbers (a {type(v).__name__}) where no trace sees "
+            "it draw, so a trace would give every call the numbers the traced call drew",
+            "draw with torch (torch.rand, torch.randint), or draw outside the "
+            "jit-compiled function and pass the values in",
+        )
     return (
         f"{label} is an iterator (a {type(v).__name__}): how far it has advanced is "
         "hidden from any guard, so a trace would give every call the items the "
