@@ -239,10 +239,22 @@ def _environ_get(getitem, key):
         return None
 
 
+_elsewhere = [0]  # draws through the wrappers by threads that do not trace
+
+
+def draws_elsewhere() -> int:
+    """How many draws from ``random`` other threads made while a trace was recorded
+    (they move its state too: ``Draws.check_all_seen`` cannot tell them apart)."""
+    return _elsewhere[0]
+
+
 def _wrap_random(patches: Patches, name: str, fn):
     def draw(*args, **kwargs):
         t = patches.current()
-        if t is None or t.drawing:
+        if t is None:
+            _elsewhere[0] += 1
+            return fn(*args, **kwargs)
+        if t.drawing:
             return fn(*args, **kwargs)
         if t.draw is None:
             t.saw("random", _random_message(name))
@@ -324,4 +336,4 @@ def side_effects(name: str, draw=None):
         _patches.pop()
 
 
-__all__ = ["TraceTimeSideEffectWarning", "side_effects"]
+__all__ = ["TraceTimeSideEffectWarning", "draws_elsewhere", "side_effects"]

@@ -448,6 +448,7 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
         ctx.flush_asserts()
     if gg:  # after the arguments' containers are put back too: what the call changed
         gg.settle()  # through them is not taken for a change of the state it read
+        gg.pin(global_writes.written)
     return ran
 
 

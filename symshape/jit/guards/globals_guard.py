@@ -46,7 +46,7 @@ class GlobalsGuard:
 
     __slots__ = (
         "all_cells", "cells", "classes", "defaults", "held", "label", "loaded", "objects",
-        "scopes", "stored",
+        "pinned", "scopes", "stored",
     )  # fmt: skip
 
     def __init__(self, *fns: types.FunctionType, classes=()):
@@ -56,6 +56,7 @@ class GlobalsGuard:
         self.label = getattr(fns[0], "__qualname__", "fn") if fns else "fn"
         # one scope per globals dict: [dict, {name: snapshot}, version]
         self.scopes: list[list] = []
+        self.pinned: list = []  # (label, read it now, the object written into, ids held)
         self.stored: list = []  # (globals dict, names the code assigns or deletes)
         reached = _reached(list(fns) + [m for c in classes for m in _methods(c)])
         for g, names, stored in _scopes(reached):
@@ -172,6 +173,38 @@ class GlobalsGuard:
         live |= self.held
         self.objects = [g for g in self.objects if id(g.value) in live and g(g.value)]
 
+    def pin(self, written: set) -> None:
+        """The globals and closure variables that hold a container the call wrote
+        into (``G["n"] += 1``, ``LOG.append(y)``): the trace replays those writes
+        into that object, so a call where the name holds another one, even an equal
+        copy, traces again."""
+        if not written:
+            return
+        named = [
+            (f"global {n}", functools.partial(g.get, n, _MISSING))
+            for g, ns, _ in self.scopes
+            for n in ns
+        ]
+        named += [
+            (f"closure variable {n}", functools.partial(cell_contents, c))
+            for n, c, _, _ in self.cells
+        ]
+        for label, read in named:
+            v = read()
+            ids = {id(v), *(id(h) for h in held_containers(v, depth=3))} & written
+            if ids:
+                self.pinned.append((label, read, v, ids))
+
+    def _moved_away(self) -> str | None:
+        for label, read, v, ids in self.pinned:
+            now = read()
+            if now is not v or not ids <= {id(v), *(id(h) for h in held_containers(v, depth=3))}:
+                return (
+                    f"{label} holds another object than the one the traced call wrote "
+                    "into (the trace writes into that one)"
+                )
+        return None
+
     def __call__(self) -> bool:
         if (
             all(dict_version(g) == v for g, _, v in self.scopes)
@@ -188,6 +221,9 @@ class GlobalsGuard:
         return False
 
     def why(self) -> str | None:
+        moved = self._moved_away()
+        if moved is not None:
+            return moved
         for g, names, _ in self.scopes:
             module = g.get("__name__", "?")
             for n, s in names.items():
@@ -240,6 +276,7 @@ class GlobalWrites:
             for c in (g.value, *held_containers(g.value, depth=3)):
                 if id(c) not in skip:  # (``skip``: the arguments' containers, watched there)
                     found.setdefault(id(c), c)
+        self.written: set = set()  # ids of the containers the call wrote into
         self.containers = [
             (c, shallow(c))
             for c in found.values()
@@ -287,6 +324,7 @@ class GlobalWrites:
             if found:
                 out.extend((const(c), kind, key, v) for kind, key, v in found)
                 restore(c, before)
+                self.written.add(id(c))
         return out
 
 

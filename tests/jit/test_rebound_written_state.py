@@ -1,0 +1,91 @@
+"""A global or closure variable the traced call writes into (``G["b"] += 1``,
+``LOG.append(y)``), rebound between calls to another object, even an equal copy:
+eager writes into the object the name holds at the call, so a trace, which
+replays its writes into the object it was traced with, must not serve it."""
+
+import torch
+
+import symshape
+
+G_DICT = {"a": 0, "b": 1}
+G_LIST = [0, 1, 2]
+G_STATE = {"log": [], "n": 0}
+
+
+class Box:
+    def __init__(self):
+        self.y = 1
+
+
+G_BOX = Box()
+
+
+def _bump_dict(x):
+    val = x + G_DICT["b"]
+    G_DICT["b"] += 1
+    return val
+
+
+def _bump_list(x):
+    val = x + G_LIST[1]
+    G_LIST[1] += 1
+    return val
+
+
+def _bump_box(x):
+    val = x + G_BOX.y
+    G_BOX.y += 1
+    return val
+
+
+def _log_shape(x):
+    G_STATE["log"].append(x.shape[0])
+    return x * len(G_STATE["log"])
+
+
+def _fresh():
+    global G_DICT, G_LIST, G_BOX
+    G_DICT, G_LIST, G_BOX = {"a": 0, "b": 1}, [0, 1, 2], Box()
+    G_STATE["log"] = []  # an inner container rebound
+
+
+def _state():
+    return G_DICT["b"], G_LIST[1], G_BOX.y, list(G_STATE["log"])
+
+
+def _run(fns, sizes):
+    seen = []
+    for n in sizes:
+        _fresh()  # every name now holds a new object, equal to the last one's start
+        outs = [f(torch.zeros(n)).tolist() for f in fns]
+        seen.append((outs, _state()))
+    return seen
+
+
+def test_writes_go_to_the_object_the_global_holds_at_each_call():
+    fns = [_bump_dict, _bump_list, _bump_box, _log_shape]
+    sizes = (2, 2, 3, 3)
+    want = _run(fns, sizes)
+    jitted = [symshape.jit(f) for f in fns]
+    assert _run(jitted, sizes) == want
+
+
+def test_a_closure_variable_rebound_to_an_equal_dict_gets_the_write():
+    def make():
+        d = {"b": 1}
+
+        def fn(x):
+            val = x + d["b"]
+            d["b"] += 1
+            return val
+
+        return fn
+
+    for wrap in (lambda f: f, symshape.jit):
+        fn = make()
+        f, cell, after = wrap(fn), fn.__closure__[0], []
+        for n in (2, 2, 3):
+            cell.cell_contents = {"b": 1}
+            assert f(torch.zeros(n)).tolist() == [1.0] * n
+            after.append(cell.cell_contents["b"])
+        assert after == [2, 2, 2]
