@@ -361,3 +361,48 @@ def test_tensors_in_a_defaultdict_are_inputs_read_per_call():
         x = torch.randn(n)
         torch.testing.assert_close(jf(x, holder), f(x, holder))
     assert jf.stats.compiles == 1, jf.stats.recompile_reasons
+
+
+class _Counting(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.counter = 0
+        self.last = None
+
+    def forward(self, x):
+        self.last = x.shape[0]  # written, never read: the state guard re-bases past it
+        r = x + self.counter
+        self.counter += 1
+        return r
+
+
+def test_a_module_attribute_reset_to_a_value_seen_before_is_read_again():
+    """torch/_dynamo test_modules' self-mutating module: the user sets ``counter``
+    back to a value a trace was made for; the calls after that one must not be
+    taken for that trace's again (they had reused its value, and stopped counting)."""
+    seen = []
+    for make in (lambda m: m, symshape.jit):
+        m = _Counting()
+        f, log = make(m), []
+        for step in ("call", "call", 1, "call", "call", "call", 0, "call", "call"):
+            if step != "call":
+                m.counter = step
+                continue
+            n = 2 + len(log) % 2
+            log.append((f(torch.zeros(n)).tolist(), m.counter, m.last))
+        seen.append(log)
+    assert seen[1] == seen[0]
+
+
+def test_a_module_attribute_only_written_keeps_the_fast_check():
+    class Last(nn.Module):
+        def forward(self, x):
+            self.last = x.shape[0]
+            return x * 2
+
+    m = Last()
+    jm = symshape.jit(m, dynamic=True)
+    for n in (2, 3, 4, 5):
+        jm(torch.zeros(n))
+        assert m.last == n
+    assert jm.stats.compiles == 1

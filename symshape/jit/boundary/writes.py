@@ -211,7 +211,7 @@ class Replay:
     spec: tuple
     resolve: object
     writes: list
-    modules: bool = False  # a module's attributes are written: its state guard re-bases
+    modules: frozenset = frozenset()  # the module attributes written: its state guard re-bases
 
     def __call__(self, out, m, args, kwargs):
         objects = self.resolve(m, args, kwargs)

@@ -91,9 +91,8 @@ class TraceEntry:
             traced.builder.release()
         traced.builder = traced.grad = None
         # after its own writes, the module tree is still the one the prologue accepted
-        self.rebase = (
-            tree.rebase if tree is not None and self.replay and self.replay.modules else None
-        )
+        written = self.replay.modules if self.replay else frozenset()
+        self.rebase = tree.rebase if tree is not None and tree.rebases(written) else None
 
     def first_inputs(self, m, args, kwargs):
         """The computation's inputs for the call this entry was traced from: those

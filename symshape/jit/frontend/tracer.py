@@ -842,7 +842,7 @@ def _output(
     lv, sv = outputs.flatten([v for _, _, _, v in stores], refs=refs, fresh=True)
     converted = [_convert(ctx, x) for x in lr + lv]
     writes = [(t, kind, key) for t, (_, kind, key, _) in zip(targets, stores)]
-    modules = any(kind in ("module", "buffer", "parameter") for _, kind, _ in writes)
+    modules = frozenset(k for _, kind, k in writes if kind in ("module", "buffer", "parameter"))
     replay = Replay((tuple, [sr, sv]), resolver(refs.paths, b.globals), writes, modules)
     return tuple(converted), replay, replay
 

@@ -111,6 +111,7 @@ class ModuleInputs:
             read.append((guard, value, where))
         if mods:
             tree, roots = self._emit_tree(mods, classes, read, modules_read)
+            self.tree.read_names = frozenset(k for g in guards.values() for k in g.reads)
         self._emit_module_states(guards)
         self._emit_used_fetches(used)
         self._emit_read_checks(read, classes)

@@ -86,8 +86,8 @@ class TreeGuard:
     added later changes nothing it computes."""
 
     __slots__ = (
-        "__weakref__", "alive", "checked", "classes", "compiled", "dicts", "leaf", "objects", "roots",
-        "static", "versions",
+        "__weakref__", "alive", "checked", "classes", "compiled", "dicts", "leaf", "objects",
+        "read_names", "roots", "static", "versions",
     )  # fmt: skip
 
     def __init__(
@@ -105,6 +105,7 @@ class TreeGuard:
         self.static = True  # False once the jit writes the trace's own values each call
         self.checked = False  # True after the first check found every tag as expected
         self.roots: tuple = ()  # weak references to the modules passed in, as last checked
+        self.read_names: frozenset = frozenset()  # the module attributes the trace read
         self.refresh(*modules)
 
     def rooted(self, roots: tuple) -> None:
@@ -133,6 +134,12 @@ class TreeGuard:
             if list(map(dict_version, self.dicts)) == self.versions:  # nothing moved meanwhile
                 self.compiled = c
         return ok
+
+    def rebases(self, written: frozenset) -> bool:
+        """Does a call that writes the module attributes ``written`` leave the
+        modules in a state the trace accepts? Not where it read one of them
+        (``self.counter += 1``): the value written is not the one it read."""
+        return bool(written) and not (written & self.read_names)
 
     def rebase(self) -> None:
         """After the jit stored the trace's own writes on the modules (a call it
