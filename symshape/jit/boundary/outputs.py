@@ -79,8 +79,18 @@ def flatten(
     (``("ref", i)``), never copies. With ``fresh`` (True, or a test of a plain
     object), plain objects are rebuilt on every call even when they hold no
     traced value (a new cache layer stored into a caller's object, an object
-    the call made, must not be shared between calls)."""
-    rebuilt = fresh if callable(fresh) else (lambda _: fresh)
+    the call made, must not be shared between calls). ``fresh`` may be a list, one
+    for each part of the tuple ``x`` (a result and the values a call stored): an
+    object met in two parts is still built once."""
+    tests = [
+        f if callable(f) else (lambda _, f=f: f)
+        for f in (fresh if type(fresh) is list else [fresh])
+    ]
+    part = [tests[0]]  # the test of the part walked now
+
+    def rebuilt(obj) -> bool:
+        return part[0](obj)
+
     leaves: list = []
     tagged: set = set()  # ids of the tensors whose attributes are walked
 
@@ -145,7 +155,13 @@ def flatten(
 
     built: dict = {}  # id(x) -> its spec, for what one object may be met twice as
     shared: set = set()
-    spec = walk(x)
+    if type(fresh) is list:
+        specs = []
+        for part[0], y in zip(tests, x, strict=True):
+            specs.append(walk(y))
+        spec = (tuple, specs)
+    else:
+        spec = walk(x)
     walk = None  # a recursive closure is a cycle that would hold ``leaves``
     if shared:
         spec = _shared(spec, {id(built[k]): k for k in shared})

@@ -839,11 +839,13 @@ def _output(
         return tuple(converted), sr, None
     # written values are rebuilt on every call: a new object stored into a caller's
     # object is never shared between calls
-    lv, sv = outputs.flatten([v for _, _, _, v in stores], refs=refs, fresh=True)
-    converted = [_convert(ctx, x) for x in lr + lv]
+    # walked again with them: an object returned and stored is one object, as in eager
+    both = (result, [v for _, _, _, v in stores])
+    leaves, spec = outputs.flatten(both, refs=refs, fresh=[made, True], cells=cells)
+    converted = [_convert(ctx, x) for x in leaves]
     writes = [(t, kind, key) for t, (_, kind, key, _) in zip(targets, stores)]
     modules = frozenset(k for _, kind, k in writes if kind in ("module", "buffer", "parameter"))
-    replay = Replay((tuple, [sr, sv]), resolver(refs.paths, b.globals), writes, modules)
+    replay = Replay(spec, resolver(refs.paths, b.globals), writes, modules)
     return tuple(converted), replay, replay
 
 
