@@ -18,6 +18,8 @@ form here (``_foreach_mm``, ``_foreach_powsum``).
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from symshape.ops._compose import composite
@@ -40,6 +42,31 @@ def _entries(args: tuple, kwargs: dict, i: int) -> tuple:
         return a[i] if isinstance(a, (list, tuple)) else a
 
     return tuple(pick(a) for a in args), {k: pick(v) for k, v in kwargs.items()}
+
+
+@functools.cache
+def _schemas(name: str) -> tuple:
+    """Each overload's argument names: those taken by position, and all."""
+    return tuple(
+        ([a.name for a in s.arguments if not a.kwarg_only], {a.name for a in s.arguments})
+        for s in torch._C._jit_get_schemas_for_operator(f"aten::{name}")
+    )
+
+
+def _positional(name: str, args: tuple, kwargs: dict) -> tuple:
+    """The keywords the op's schema takes by position (``self=``, ``exponent=``,
+    ``tensors1=``) moved into ``args``: the per-tensor op names them otherwise
+    (``torch.pow(input, exponent)``)."""
+    for positional, every in _schemas(name) if kwargs else ():
+        if not kwargs.keys() <= every or len(args) > len(positional):
+            continue
+        out, rest = list(args), dict(kwargs)
+        for n in positional[len(args) :]:
+            if n not in rest:
+                break
+            out.append(rest.pop(n))
+        return tuple(out), rest
+    return args, kwargs
 
 
 def _refuse(name: str, why: str):
@@ -101,7 +128,7 @@ def _addcdiv_tensor_scalar(in_place: bool):
 def _rule(name: str, base: str, in_place: bool, per_tensor):
     @composite
     def rule(*args, **kwargs):
-        args, kwargs = _checked(name, base, args, kwargs)
+        args, kwargs = _checked(name, base, *_positional(name, args, kwargs))
         lists = [a for a in (*args, *kwargs.values()) if isinstance(a, (list, tuple))]
         n = len(lists[0]) if lists else 0
         if any(len(a) != n for a in lists):

@@ -42,13 +42,19 @@ OUT_OF_PLACE = {
     "norm": lambda a, b, c: torch._foreach_norm(a),
     "norm_inf": lambda a, b, c: torch._foreach_norm(a, float("inf")),
     "max": lambda a, b, c: torch._foreach_max(a),
+    # every argument by its schema's name (dynamo's test_foreach_decomp_arg_names)
+    "pow_keywords": lambda a, b, c: torch._foreach_pow(self=a, exponent=2.7),
+    "lerp_keywords": lambda a, b, c: torch._foreach_lerp(self=a, tensors1=b, weights=c),
+    "addcdiv_keywords": lambda a, b, c: torch._foreach_addcdiv(
+        self=a, tensor1=b, tensor2=c, scalars=[0.1, 0.2, 0.3]
+    ),
 }
 
 
 @pytest.mark.parametrize("fn", OUT_OF_PLACE.values(), ids=OUT_OF_PLACE.keys())
 def test_foreach_ops_are_eagers(fn):
     jf = check(fn, _lists, 4, (1, 6), max_traces=2)
-    assert jf.stats.splits == 0
+    assert jf.stats.splits == 0 and jf.stats.eager_calls == 0
 
 
 @pytest.mark.parametrize(
