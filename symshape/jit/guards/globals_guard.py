@@ -146,7 +146,11 @@ class GlobalsGuard:
         """``(name, module)`` for the nn.Modules it reads (globals, closure cells, then
         default arguments: ``lambda x, m=lin: m(x)``)."""
         out = self._read() + _default_values(f for f, _, _ in self.defaults)
-        return [(n, v) for n, v in out if isinstance(v, nn.Module)]
+        found: dict = {}
+        for n, v in out:
+            for label, m in modules_within(v, n):
+                found.setdefault(id(m), (label, m))
+        return list(found.values())
 
     def settle(self) -> None:
         """After the trace: a global or cell the traced call itself changed (a
@@ -502,9 +506,29 @@ def modules_read(fn) -> list:
     if not isinstance(f, types.FunctionType):
         return []
     reached = _reached([f])
-    found = {id(v): v for g in reached for v in _loaded_values(g)}
-    found.update((id(v), v) for _, v in _default_values(reached))
-    return [v for v in found.values() if isinstance(v, nn.Module)]
+    values = [("", v) for g in reached for v in _loaded_values(g)] + _default_values(reached)
+    found = {id(m): m for n, v in values for _, m in modules_within(v, n)}
+    return list(found.values())
+
+
+def modules_within(v, label: str, depth: int = 3) -> list:
+    """``(label, module)`` of ``v`` if it is an nn.Module, else of the modules it
+    holds through lists, tuples, dicts and plain objects (``layers[0]``,
+    ``cfg.head``), ``depth`` levels down: the code calls them as it calls one
+    held directly, so each is walked and guarded alike."""
+    if isinstance(v, nn.Module):
+        return [(label, v)]
+    t = type(v)
+    if depth == 0:
+        return []
+    if t in (list, tuple) or isinstance(v, dict):
+        items = v.items() if isinstance(v, dict) else enumerate(v)
+        parts = [(f"{label}[{k!r}]", x) for k, x in list(items)[:64]]
+    elif is_plain_object(v) and hasattr(v, "__dict__"):
+        parts = [(f"{label}.{k}", x) for k, x in list(vars(v).items())[:64]]
+    else:
+        return []
+    return [found for where, x in parts for found in modules_within(x, where, depth - 1)]
 
 
 def _default_values(fns) -> list:
