@@ -763,6 +763,12 @@ def _jit_function(fn, name: str | None, options: dict) -> JitFunction:
     # model.forward = symshape.jit(model.forward): the module's parameters and buffers
     # are inputs read on every call, its state is guarded, as for jit(model)
     label = name or getattr(fn, "__qualname__" if method else "__name__", "fn")
+    call = inspect.getattr_static(type(fn), "__call__", None)
+    if not inspect.isroutine(fn) and isinstance(call, types.FunctionType):
+        # an object of the user's class with a __call__: jit(obj) is jit(obj.__call__),
+        # whose state (obj.k) is read and guarded as a bound method's object's is
+        label = name or type(fn).__name__
+        fn = types.MethodType(call, fn)
     if inspect.ismethod(fn) and not method:
         # obj.method: ``obj`` is the trace's first argument, so what the method reads off
         # it (its attributes, its class's) is checked on every call, as an argument's is

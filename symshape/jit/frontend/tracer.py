@@ -57,6 +57,7 @@ from symshape.jit.guards.globals_guard import (
     contained_functions,
     function_of,
     hook_functions,
+    hook_owners,
     users_function,
 )
 from symshape.jit.guards.module_state import SKIPPED
@@ -653,7 +654,8 @@ def _guard_python_state(b: Builder, fn, module, inputs: tuple):
     forward = getattr(type(module), "forward", None) if module is not None else None
     if isinstance(forward, types.FunctionType) and users_function(forward):
         fns.append(forward)  # the user's own module (an installed package's is not)
-    fns += hook_functions([module] if module is not None else b.roots)
+    hooked = [module] if module is not None else b.roots
+    fns += hook_functions(hooked)
     classes = {type(c) for c, _ in b.tracked.values()}  # `a + b` runs Variable.__add__
     # a tensor subclass's __torch_function__ runs on every op of its instances
     classes |= {type(i.example) for i in b.tensors if subclasses.traceable(type(i.example))}
@@ -661,14 +663,20 @@ def _guard_python_state(b: Builder, fn, module, inputs: tuple):
         classes |= {type(m) for m in module.modules()}
     # a library's module (nn.Sequential, GPT2Model) has no forward of the program's, but
     # may hold the program's modules, or be called on its tensor subclass
-    gg = GlobalsGuard(*fns, classes=classes) if fns or any(map(user_class, classes)) else None
+    owners = hook_owners(hooked)
+    gg = (
+        GlobalsGuard(*fns, classes=classes, bound=owners)
+        if fns or any(map(user_class, classes))
+        else None
+    )
     for what, fix in gg.untraceable() if gg else ():
         cannot_trace(b.ctx, what, fix)
     if gg:  # the hooks of the modules it reaches through globals and closures run too
         known = {id(f) for f in fns}
-        extra = [f for f in hook_functions([m for _, m in gg.modules()]) if id(f) not in known]
+        reached = [m for _, m in gg.modules()]
+        extra = [f for f in hook_functions(reached) if id(f) not in known]
         if extra:
-            gg = GlobalsGuard(*fns, *extra, classes=classes)
+            gg = GlobalsGuard(*fns, *extra, classes=classes, bound=owners + hook_owners(reached))
     if gg:  # snapshot before the call; settled after it
         for label, mod in gg.modules():
             # a module the function closes over (or reads as a global) is walked like an

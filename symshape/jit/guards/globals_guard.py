@@ -49,10 +49,11 @@ class GlobalsGuard:
         "pinned", "scopes", "stored",
     )  # fmt: skip
 
-    def __init__(self, *fns: types.FunctionType, classes=()):
+    def __init__(self, *fns: types.FunctionType, classes=(), bound=()):
         """``fns``: the traced function (first, when it is one) and the module
         hooks the call runs; ``classes``: the user's classes of its arguments
-        (their methods run on ``a + b``, ``a.step()``)."""
+        (their methods run on ``a + b``, ``a.step()``); ``bound``: ``(label,
+        object)`` of the objects hooks are methods of (``obj.on_forward``)."""
         self.label = getattr(fns[0], "__qualname__", "fn") if fns else "fn"
         # one scope per globals dict: [dict, {name: snapshot}, version]
         self.scopes: list[list] = []
@@ -107,6 +108,7 @@ class GlobalsGuard:
             if type(v) is types.FunctionType and v.__dict__
         ]
         held = [(n, v) for n, v in held if isinstance(v, (list, dict, set, collections.deque))]
+        held += [(n, v) for n, v in bound if is_plain_object(v)]
         self.held = {id(v) for _, v in held}  # checked by why(), kept by settle()
         labels = {id(v): n for n, v in held}
         self.objects = [
@@ -602,8 +604,21 @@ def hook_functions(modules) -> list:
 
     dicts = [getattr(M, f"_global{n}", None) for n in HOOK_DICTS]
     dicts += [getattr(m, n, None) for root in modules for m in root.modules() for n in HOOK_DICTS]
-    fns = [h for d in dicts if d for h in d.values()]
+    hooks = [h for d in dicts if d for h in d.values()]
+    fns = [function_of(h) or getattr(h, "__func__", None) for h in hooks]  # partial, method
     return [f for f in fns if isinstance(f, types.FunctionType) and users_function(f)]
+
+
+def hook_owners(modules) -> list:
+    """``(label, object)`` of the objects the hooks of ``modules`` are methods of:
+    what those read and write of them is guarded and replayed as a global's."""
+    dicts = [getattr(m, n, None) for root in modules for m in root.modules() for n in HOOK_DICTS]
+    hooks = [h for d in dicts if d for h in d.values()]
+    return [
+        (f"{h.__qualname__}.__self__", h.__self__)
+        for h in hooks
+        if isinstance(h, types.MethodType) and not isinstance(h.__self__, nn.Module)
+    ]
 
 
 def users_function(f: types.FunctionType) -> bool:
