@@ -80,3 +80,32 @@ def test_a_callable_objects_state_is_read_on_every_call():
     s.k = 5
     assert js(torch.ones(2)).tolist() == [5.0, 5.0]
     assert js(torch.ones(3)).tolist() == [5.0] * 3
+
+
+def _replaced(wrap):
+    def double(mod, inp, out):
+        return 2 * out + 1
+
+    class Plain(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.lin(x).relu()
+
+    torch.manual_seed(0)
+    m = Plain()
+    f, x, out = wrap(m), torch.randn(3, 4), []
+    out.append(f(x))
+    m.lin = torch.nn.Linear(4, 4)  # another module of the same kind: the trace serves it
+    out.append(f(x))
+    h = m.lin.register_forward_hook(double)  # a hook of the new module's own
+    out.append(f(x))
+    h.remove()
+    out.append(f(torch.randn(2, 4)))
+    return [t.tolist() for t in out]
+
+
+def test_a_hook_on_a_module_that_replaced_another_runs():
+    assert _replaced(symshape.jit) == _replaced(lambda m: m)

@@ -16,7 +16,6 @@ from symshape.jit.guards.module_state import (
     HookGuard,
     ModuleGuard,
     TreeGuard,
-    hook_dicts,
     join_label,
 )
 from symshape.jit.guards.object_inputs import iterator_refused
@@ -227,16 +226,17 @@ class ModuleInputs:
 
     def _emit_hooks(self) -> None:
         """The check that the module hooks (global and per module) are those traced."""
-        dicts = hook_dicts("", None)
-        for mid, (_, _, label, _) in self.module_locals.items():
-            dicts += hook_dicts(label, self.module_of[mid])
-        h = self.const(HookGuard(dicts), "_hooks")
+        mids = list(self.module_locals)
+        modules = [(self.module_locals[mid][2], self.module_of[mid]) for mid in mids]
+        h = self.const(HookGuard(modules), "_hooks")
         rh = self.const(RemovableHandle, "_Handle")
-        # a hook registered anywhere takes a new handle id: only then, or when a hook
-        # traced may have been removed, are the hook dicts compared
+        mods = "".join(f"{self.module_locals[mid][0]}, " for mid in mids)
+        # a hook registered anywhere takes a new handle id: only then, when a hook traced
+        # may have been removed, or a module may have been replaced (the tree's check
+        # failed), are the hook dicts compared
         self.fail(
-            f"({rh}.next_id != {h}.next_id or {h}.full) and not {h}()",
+            f"({rh}.next_id != {h}.next_id or {h}.full or not _fast) and not {h}({mods})",
             "the module hooks are those traced",
-            f"{h}.why()",
+            f"{h}.why({mods})",
             kind="state",
         )

@@ -205,35 +205,51 @@ def compiled_version_check(dicts: list):
 class HookGuard:
     """Hooks of the modules a trace ran, and the global module hooks. A hook
     registered anywhere takes a new ``RemovableHandle.next_id``; a hook removed
-    changes the version of a dict that held one. Either sends the check to
-    compare every hook dict with what was traced."""
+    changes the version of a dict that held one; a module replaced by another
+    of the same kind (``m.lin = nn.Linear(...)``, which the trace serves) brings
+    its own hook dicts. Each sends the check to compare every hook dict with
+    what was traced."""
 
-    __slots__ = ("dicts", "full", "next_id", "snaps")
+    __slots__ = ("dicts", "full", "labels", "mods", "next_id", "snaps")
 
-    def __init__(self, dicts: list):
-        self.dicts = dicts  # (label, hook dict)
-        self.snaps = [(label, d, tuple(d.items())) for label, d in self.dicts]
+    def __init__(self, modules: list):
+        """``modules``: ``(label, module)`` in the order the prologue passes them."""
+        self.labels = [label for label, _ in modules]
+        self._watch([m for _, m in modules])
+        self.snaps = {label: tuple(d.items()) for label, d in self.dicts}
+
+    def _watch(self, mods) -> None:
+        self.mods = [weakref.ref(m) for m in mods]
+        self.dicts = hook_dicts("", None)
+        for label, m in zip(self.labels, mods):
+            self.dicts += hook_dicts(label, m)
         self.full = [(d, dict_version(d)) for _, d in self.dicts if d]
         self.next_id = RemovableHandle.next_id
 
-    def __call__(self) -> bool:
-        if RemovableHandle.next_id == self.next_id and all(
-            dict_version(d) == v for d, v in self.full
+    def __call__(self, *mods) -> bool:
+        moved = any(r() is not m for r, m in zip(self.mods, mods))
+        if (
+            not moved
+            and RemovableHandle.next_id == self.next_id
+            and all(dict_version(d) == v for d, v in self.full)
         ):
             return True
-        if self.why() is None:
-            self.next_id = RemovableHandle.next_id
-            self.full = [(d, dict_version(d)) for _, d in self.dicts if d]
+        if self.why(*mods) is None:
+            self._watch(mods if moved else [r() for r in self.mods])
             return True
         return False
 
-    def why(self) -> str | None:
-        for label, d, items in self.snaps:
-            now = tuple(d.items())
-            if len(now) != len(items) or any(
-                a[0] != b[0] or a[1] is not b[1] for a, b in zip(now, items)
+    def why(self, *mods) -> str | None:
+        dicts = hook_dicts("", None)
+        for label, m in zip(self.labels, mods or [r() for r in self.mods]):
+            dicts += hook_dicts(label, m) if m is not None else []
+        now = {label: tuple(d.items()) for label, d in dicts}
+        for label in self.snaps.keys() | now.keys():
+            items, found = self.snaps.get(label, ()), now.get(label, ())
+            if len(found) != len(items) or any(
+                a[0] != b[0] or a[1] is not b[1] for a, b in zip(found, items)
             ):
-                return f"{label} changed: {len(items)} hooks when traced, {len(now)} now"
+                return f"{label} changed: {len(items)} hooks when traced, {len(found)} now"
         return None
 
 
