@@ -48,6 +48,13 @@ def _is_simple(v) -> bool:
     return False
 
 
+def _users_setattr(cls: type) -> bool:
+    """Is the ``__setattr__`` a module of class ``cls`` runs the program's own?"""
+    owner = next((k for k in cls.__mro__ if "__setattr__" in vars(k)), nn.Module)
+    path = getattr(sys.modules.get(owner.__module__), "__file__", None) or ""
+    return owner is not nn.Module and is_user_file(path) and "-packages" not in path
+
+
 def _watched(cls: type) -> type:
     sub = _subclasses.get(cls)
     if sub is not None:
@@ -111,19 +118,20 @@ def _watched(cls: type) -> type:
             mods = d.get("_modules", {})
             if (isinstance(value, nn.Module) or name in mods) and mods.get(name) is not value:
                 raise setting_submodule(cls.__name__, name)  # the tree changes: not traced
-        cls.__setattr__(self, name, value)
+        last(self, name, value)
 
-    sub = type(
-        cls.__name__,
-        (cls,),
-        {
-            "__getattribute__": __getattribute__,
-            "__setattr__": __setattr__,
-            "__module__": cls.__module__,
-            "__qualname__": cls.__qualname__,
-            "_symshape_watched_base": cls,
-        },
-    )
+    attrs = {"__getattribute__": __getattribute__, "__module__": cls.__module__}
+    attrs.update(__qualname__=cls.__qualname__, _symshape_watched_base=cls)
+    if _users_setattr(cls):
+        # the program's own __setattr__ runs first, as in eager (it may change the value);
+        # what it passes on (super().__setattr__) is recorded by a class placed between
+        # it and nn.Module, where the method resolution order puts it
+        recorded = type("_Recorded", (nn.Module,), {"__setattr__": __setattr__})
+        bases, last = (cls, recorded), nn.Module.__setattr__
+    else:
+        attrs["__setattr__"] = __setattr__
+        bases, last = (cls,), cls.__setattr__
+    sub = type(cls.__name__, bases, attrs)
     _subclasses[cls] = sub
     return sub
 

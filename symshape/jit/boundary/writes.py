@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
+from torch import nn
 
 from symshape.jit.boundary.outputs import _concrete as concrete
 from symshape.jit.boundary.outputs import unflatten
@@ -237,7 +238,7 @@ class Replay:
             elif kind == "discard":
                 obj.discard(v)
             elif kind == "module":  # nn.Module.__setattr__: a plain attribute of a module
-                setattr(obj, key, v)
+                nn.Module.__setattr__(obj, key, v)  # (past the class's own, which ran traced)
             elif kind == "item":  # a global name (its module's dict), a dict's key
                 obj[key] = v
             elif kind == "extend":  # a list appended to
