@@ -9,6 +9,7 @@ import functools
 import gc
 import inspect
 import logging
+import sys
 import types
 
 import torch
@@ -588,8 +589,11 @@ def _scopes(fns) -> list:
         scope[2].update(_code_names(f.__code__, _STORES))
         # a user module's attributes it reads or sets (`cfg.SCALE`, `cfg.LAST = y`):
         # that module's globals, guarded and replayed as the function's own are
-        attrs = _code_names(f.__code__, _ATTR_LOADS)
-        for m in {id(v): v for v in _loaded_values(f) if _user_module(v)}.values():
+        attrs = _code_names(f.__code__, _ATTR_LOADS) | _code_names(f.__code__, _IMPORT_FROMS)
+        # and those it imports (`from cfg import TABLE`, `import cfg` in the function)
+        imported = [sys.modules.get(n) for n in _code_names(f.__code__, _IMPORTS)]
+        modules = [*_loaded_values(f), *imported]
+        for m in {id(v): v for v in modules if _user_module(v)}.values():
             g = m.__dict__
             scope = out.setdefault(id(g), (g, set(), set()))
             scope[1].update(n for n in attrs if n in g)
@@ -637,6 +641,8 @@ _STORES = frozenset({"STORE_GLOBAL", "DELETE_GLOBAL"})
 _DELETES = frozenset({"DELETE_GLOBAL"})
 _ATTR_LOADS = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
 _ATTR_STORES = frozenset({"STORE_ATTR", "DELETE_ATTR"})
+_IMPORTS = frozenset({"IMPORT_NAME"})  # a module imported inside the function
+_IMPORT_FROMS = frozenset({"IMPORT_FROM"})  # `from m import name`: m's name, read
 
 
 def _code_names(code, ops: frozenset = _LOADS) -> frozenset:
