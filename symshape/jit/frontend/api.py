@@ -25,6 +25,7 @@ import warnings
 import torch
 import torch.utils._pytree as pytree
 from torch import nn
+from torch.utils._python_dispatch import any_torch_dispatch_mode_on_stack
 
 from symshape.jit.backends import compiled, cudagraphs
 from symshape.jit.boundary.outputs import unflatten
@@ -137,9 +138,13 @@ class JitFunction:
         if _tracing() is not None:  # called from code being traced: inline it into that trace
             return self._fn(*args, **kwargs)
         self.stats.calls += 1  # every call, those that fail included
-        if torch._C._are_functorch_transforms_active():
+        if torch._C._are_functorch_transforms_active() or (
+            torch._C._len_torch_dispatch_stack() and any_torch_dispatch_mode_on_stack()
+        ):
             # under torch.func.grad / vmap / jacrev: the Python, which the transform
-            # differentiates or batches itself (a trace's autograd.Function cannot be)
+            # differentiates or batches itself (a trace's autograd.Function cannot be);
+            # inside the program's TorchDispatchMode, which sees each op (torch.compile
+            # runs these eagerly too)
             self.stats.eager_calls += 1
             return self._fn(*args, **kwargs)
         if self._eager_reason is not None:
