@@ -65,3 +65,36 @@ def test_an_object_stored_and_returned_is_one_object():
     assert all(want)
     assert _run(symshape.jit) == want
     assert _run(lambda f: symshape.jit(f, dynamic=True)) == want
+
+
+_DEFAULTS = ([False, True],)  # a global the function stores and returns as it is
+
+
+def _stores_the_global(o, x):
+    o.attr = _DEFAULTS
+    return x + 1, _DEFAULTS
+
+
+def test_an_object_that_was_there_before_the_call_is_stored_and_returned_as_itself():
+    """dynamo's test_needs_input_grad_setter_roundtrip: a global tuple stored into an
+    argument's attribute had been stored (and returned) as a rebuilt copy."""
+    jf = symshape.jit(_stores_the_global)
+    for n in (2, 2, 3):
+        o = types.SimpleNamespace()
+        _, back = jf(o, torch.ones(n))
+        assert o.attr is _DEFAULTS and back is _DEFAULTS
+
+
+def test_a_tuple_the_call_makes_and_stores_is_new_on_every_call():
+    def stores_new(o, x):
+        o.attr = ([x.shape[0]],)
+        return x + 1
+
+    jf = symshape.jit(stores_new)
+    seen = []
+    for n in (2, 2, 3):
+        o = types.SimpleNamespace()
+        jf(o, torch.ones(n))
+        assert o.attr == ([n],)
+        seen.append(o.attr)
+    assert seen[0] is not seen[1] and seen[0][0] is not seen[1][0]

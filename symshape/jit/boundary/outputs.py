@@ -71,7 +71,7 @@ def holds_traced(x, depth: int = 0, seen: set | None = None) -> bool:
 
 
 def flatten(
-    x, is_leaf=None, refs=None, fresh=False, cells: frozenset = frozenset()
+    x, is_leaf=None, refs=None, fresh=False, cells: frozenset = frozenset(), existing=None
 ) -> tuple[list, tuple]:
     """``(leaves, spec)``: leaves are traced values and plain scalars (and
     whatever ``is_leaf`` accepts). ``refs`` maps ``id(obj)`` to an index for
@@ -81,7 +81,9 @@ def flatten(
     traced value (a new cache layer stored into a caller's object, an object
     the call made, must not be shared between calls). ``fresh`` may be a list, one
     for each part of the tuple ``x`` (a result and the values a call stored): an
-    object met in two parts is still built once."""
+    object met in two parts is still built once. ``existing(obj)``: was ``obj``
+    there before the call (an argument's, a global's)? Then, holding no traced
+    value, it is the caller's object, returned or stored as itself."""
     tests = [
         f if callable(f) else (lambda _, f=f: f)
         for f in (fresh if type(fresh) is list else [fresh])
@@ -132,6 +134,8 @@ def flatten(
         ):
             leaves.append(x)
             return ("leaf",)
+        if existing is not None and t not in _SCALARS and existing(x) and not holds_traced(x):
+            return ("const", x)  # `o.attr = DEFAULTS`: eager stores that very tuple
         if t is tuple or t is list:
             return (t, [walk(y) for y in x])
         if t is types.FunctionType and id(x) not in tagged and _closes_over_traced(x):
@@ -303,8 +307,8 @@ def reachable(roots, depth: int = 3) -> set:
             if id(v) in seen or isinstance(v, (*_SCALARS, torch.Tensor, type, types.ModuleType)):
                 continue
             seen.add(id(v))
-            if isinstance(v, (list, tuple)):
-                nxt.extend(v)
+            if isinstance(v, (list, tuple)):  # past a subclass's own __iter__
+                nxt.extend(list.__iter__(v) if isinstance(v, list) else tuple.__iter__(v))
             elif isinstance(v, dict):
                 nxt.extend(dict.values(v))
             elif _rebuildable(v):

@@ -393,6 +393,11 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
     hooks = module_hooks.snapshot(roots)
     ran = _Ran()
     ctx.input_ids = _input_ids(b, roots, (*pargs, *pkw.values()))
+    # what was there before the call: an object the result or a store holds that was
+    # there is the caller's (reachable only now: one the call made and stored)
+    held = global_writes.containers if global_writes is not None else ()
+    there = [o for o, _ in b.tracked.values()] + [c for c, _ in held] + _globals_read(gg)
+    there = outputs.reachable([*there, *pargs, *pkw.values(), module])
     with (
         ctx,
         TracingMode(ctx, lookup),
@@ -437,12 +442,10 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
             stores = _stores(b, swapped.writes(), w.writes, slot_writes()) + stored
             stores += container_writes(b, w.read_states) + tensor_attr_writes(b)
             stores += tensor_value_writes(b, ctx)
-            held = global_writes.containers if global_writes is not None else ()
             cells = frozenset(id(c) for _, c, _ in global_writes.cells) if global_writes else ()
             ran.output, ran.out_spec, ran.replay = _output(
-                ctx, result, b, stores, held, w.read_states, cells,
-                [*pargs, *pkw.values(), module, *_globals_read(gg)],
-            )  # fmt: skip
+                ctx, result, b, stores, held, w.read_states, cells, there
+            )
         else:  # only the prefix runs from this trace: its Python writes are undone
             segments.undo_writes(w.writes, w.read_states)
             w.writes.clear()  # nothing is written by this trace: what it read is guarded
@@ -816,7 +819,7 @@ def _output(
     held=(),
     read=(),
     cells=(),
-    known=(),
+    there: set = frozenset(),
 ):
     """The traced function's result as an IR output, plus a spec (see
     outputs.py) when the structure is not plain tuples/lists/dicts, plus a
@@ -838,8 +841,10 @@ def _output(
         tracked.setdefault(id(c), functools.partial(b.const, c, "_w"))
     refs = _Refs(tracked, [])
     targets = [refs.index(path) for path, _, _, _ in stores]
-    made = _made_by_the_call(b, [c for c, _ in held] + [c for c, _ in read] + list(known))
-    lr, sr = outputs.flatten(result, refs=refs if tracked else None, fresh=made, cells=cells)
+    existing = _existing(there, [c for c, _ in read])
+    made = _made_by_the_call(existing)
+    flat = functools.partial(outputs.flatten, cells=cells, existing=existing)
+    lr, sr = flat(result, refs=refs if tracked else None, fresh=made)
     if not refs.paths:  # nothing written, no argument object returned
         converted = [_convert(ctx, x) for x in lr]
         if outputs.is_plain(sr):
@@ -849,7 +854,7 @@ def _output(
     # object is never shared between calls
     # walked again with them: an object returned and stored is one object, as in eager
     both = (result, [v for _, _, _, v in stores])
-    leaves, spec = outputs.flatten(both, refs=refs, fresh=[made, True], cells=cells)
+    leaves, spec = flat(both, refs=refs, fresh=[made, True])
     converted = [_convert(ctx, x) for x in leaves]
     writes = [(t, kind, key) for t, (_, kind, key, _) in zip(targets, stores)]
     modules = frozenset(k for _, kind, k in writes if kind in ("module", "buffer", "parameter"))
@@ -857,27 +862,38 @@ def _output(
     return tuple(converted), replay, replay
 
 
-def _made_by_the_call(b: Builder | None, roots: list):
-    """A test of a plain object the function returns: did the call make it? An
-    instance of one of the user's classes, of a library's class written in Python
-    (``warnings.catch_warnings()``), an exception, or a bare ``object()``, that nothing symshape
-    saw before the call holds (an argument, a module, a global or closure
-    variable the code read, their objects three levels down) is taken as made by
-    it, and made anew on every call as eager makes it (``return x + 1, Box()``);
-    other objects come back as themselves."""
+def _existing(there: set, read: list):
+    """A test of an object met in the result or in what the call stored: was it
+    there before the call (``there``: the ids of what the arguments, the modules,
+    the globals and closure variables the code read held, three levels down), or
+    held by an object the code read off a module (``read``)?"""
     known: set | None = None
 
-    def made(x) -> bool:
+    def existing(x) -> bool:
         nonlocal known
+        if id(x) in there:
+            return True
+        if known is None:
+            known = outputs.reachable(read)
+        return id(x) in known
+
+    return existing
+
+
+def _made_by_the_call(existing):
+    """A test of a plain object the function returns: did the call make it? An
+    instance of one of the user's classes, of a library's class written in Python
+    (``warnings.catch_warnings()``), an exception, or a bare ``object()``, that
+    was not there before the call (``existing``) is taken as made by it, and made
+    anew on every call as eager makes it (``return x + 1, Box()``); other objects
+    come back as themselves."""
+
+    def made(x) -> bool:
         t = type(x)
         ours = t is object or user_class(t) or python_class(t)
         if not ours and not isinstance(x, BaseException):  # an exception: of any class
             return False
-        if known is None:
-            known = outputs.reachable(
-                [o for o, _ in b.tracked.values()] + roots if b is not None else roots
-            )
-        return id(x) not in known
+        return not existing(x)
 
     return made
 
