@@ -674,6 +674,16 @@ def _guard_python_state(b: Builder, fn, module, inputs: tuple):
     )
     for what, fix in gg.untraceable() if gg else ():
         cannot_trace(b.ctx, what, fix)
+    read = [(n, v) for n, v in gg.read_values() if isinstance(v, torch.Tensor)] if gg else []
+    for n, v in read:
+        if id(v) in b.proxy_of:  # `f(g)` of a `g` it also reads: `a is g` must be True
+            cannot_trace(
+                b.ctx,
+                f"the tensor passed in is also {n}, which the code reads: a trace tells "
+                "an input from a captured tensor apart",
+                "pass it once (as the argument), or read it only as the global",
+            )
+    b.captured_ids = frozenset(id(v) for _, v in read)
     if gg:  # the hooks of the modules it reaches through globals and closures run too
         known = {id(f) for f in fns}
         reached = [m for _, m in gg.modules()]

@@ -125,7 +125,7 @@ class GlobalsGuard:
         scoped = any(names for _, names, _ in self.scopes) or self.stored
         return bool(self.cells or self.defaults or scoped or self.classes)
 
-    def _read(self) -> list:
+    def read_values(self) -> list:
         """``(name, value)`` of the globals (there now) and closure variables it reads."""
         named = [(n, g[n]) for g, names, _ in self.scopes for n in names if n in g]
         return named + [(n, v) for n, _, v, _ in self.cells]
@@ -134,7 +134,7 @@ class GlobalsGuard:
         """``(what, fix)`` for each global or closure variable it reads that no trace
         can stand for: a set holding tensors, an iterator."""
         out = []
-        for n, v in self._read():
+        for n, v in self.read_values():
             if type(v) in (set, frozenset) and any(isinstance(i, torch.Tensor) for i in v):
                 out.append((
                     f"{n} is a set of tensors, which a trace cannot stand for (it finds "
@@ -148,7 +148,7 @@ class GlobalsGuard:
     def modules(self) -> list:
         """``(name, module)`` for the nn.Modules it reads (globals, closure cells, then
         default arguments: ``lambda x, m=lin: m(x)``)."""
-        out = self._read() + _default_values(f for f, _, _ in self.defaults)
+        out = self.read_values() + _default_values(f for f, _, _ in self.defaults)
         found: dict = {}
         for n, v in out:
             for label, m in modules_within(v, n):

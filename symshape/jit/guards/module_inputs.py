@@ -230,7 +230,7 @@ class ModuleInputs:
         modules = [(self.module_locals[mid][2], self.module_of[mid]) for mid in mids]
         h = self.const(HookGuard(modules), "_hooks")
         rh = self.const(RemovableHandle, "_Handle")
-        mods = "".join(f"{self.module_locals[mid][0]}, " for mid in mids)
+        mods = ", ".join(self.module_locals[mid][0] for mid in mids)
         # a hook registered anywhere takes a new handle id: only then, when a hook traced
         # may have been removed, or a module may have been replaced (the tree's check
         # failed), are the hook dicts compared

@@ -190,6 +190,9 @@ class Builder(ObjectInputs, ModuleInputs):
     # id(Var) of a tensor, float or generator input -> its value in the call traced (the
     # first call's inputs, with the sizes' hints: ``first_inputs``)
     values: dict = field(default_factory=dict)
+    # ids of the tensors the code reads as globals or closure variables: no tensor
+    # passed in may be one of them (the trace told them apart: `a is g` was False)
+    captured_ids: frozenset = frozenset()
 
     def release(self) -> None:
         """Let go of the traced call's objects (its tensors, argument objects, modules):
@@ -674,6 +677,15 @@ class Builder(ObjectInputs, ModuleInputs):
                 f"not {g}.check({args})",
                 "every tensor input keeps its type, dtype, device, requires_grad and static sizes",
                 f"{g}.check_verbose({args}, tensor_check_names={labels!r})",
+            )
+        if self.captured_ids and items:
+            captured = self.const(self.captured_ids, "_captured")
+            args = ", ".join(i.name for i in items)
+            self.fail(
+                f"not {captured}.isdisjoint(map(id, ({args},)))",
+                "no tensor passed in is a global or closure tensor the code reads",
+                "'a tensor passed in is also a global or closure variable the code reads'",
+                kind="state",
             )
         for i in items:
             self.lines.extend(i.post)

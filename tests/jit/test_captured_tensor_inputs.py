@@ -1,0 +1,44 @@
+"""A tensor passed in that is also a global or closure tensor the code reads
+(dynamo's test_set_aliasing_recompiles): eager's ``a is g`` is True and ``{g, a}``
+has one item. A trace tells an input from a captured tensor apart, so such a
+call runs eagerly, and a trace made when they were apart never serves it."""
+
+import warnings
+
+import torch
+
+import symshape
+
+G = torch.randn(3)
+
+
+def _is_global(a):
+    return a + 1 if a is G else a - 1
+
+
+def _set_of(a, b):
+    return len({G, a, b}) * a
+
+
+def test_an_argument_that_is_the_global_it_reads_is_told_apart_as_in_eager():
+    for fn, args in ((_is_global, lambda t: (t,)), (_set_of, lambda t: (t, t))):
+        jf = symshape.jit(fn)
+        other = torch.randn(3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for t in (other, G, other, G):  # traced apart first, then the same tensor
+                torch.testing.assert_close(jf(*args(t)), fn(*args(t)))
+        assert jf.stats.eager_calls == 2
+
+
+def test_a_closure_tensor_passed_in_too():
+    g = torch.ones(2)
+
+    def f(a):
+        return a * 2 if a is g else a * 3
+
+    jf = symshape.jit(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for t in (g, torch.ones(2), g):
+            assert torch.equal(jf(t), f(t))
