@@ -35,7 +35,7 @@ import torch
 from symshape.ops.registry import BY_NAME, OpDef, attribute_set, define, register, tensor_method
 from symshape.ops.views_inplace import _made_here
 from symshape.sym.source import user_location
-from symshape.trace.errors import TracingError
+from symshape.trace.errors import RunsEagerly, TracingError
 
 _NON_LEAF = (
     "you can only change requires_grad flags of leaf variables. If you want to use a "
@@ -51,13 +51,16 @@ _DETACH_VIEW = (
 )
 
 
-def _received(name: str, fix: str) -> TracingError:
+def _received(ctx, name: str, fix: str) -> TracingError | RunsEagerly:
+    """The refusal of ``name`` on a tensor passed in: the call runs eagerly where it
+    may (as a write the trace cannot replay), else a ``TracingError`` (fullgraph)."""
     where = user_location()
-    return TracingError(
+    what = (
         f"`Tensor.{name}` changes the autograd state of a tensor the traced function "
         f"received (at {where.describe() if where else 'an unknown line'}); eager changes "
-        "the caller's tensor, which a trace does not repeat on later calls. Fix: " + fix
+        "the caller's tensor, which a trace does not repeat on later calls"
     )
+    return RunsEagerly(what, fix) if ctx.falls_back else TracingError(f"{what}. Fix: {fix}")
 
 
 def _stand_for(t, value, requires_grad: bool):
@@ -86,6 +89,7 @@ def requires_grad_(ctx, op, input, requires_grad=True):
         raise RuntimeError("only Tensors of floating point dtype can require gradients")
     if not _made_here(ctx, input):
         raise _received(
+            ctx,
             "requires_grad_",
             "set it before the call (x.requires_grad_() outside the jit-compiled "
             "function), or make a tensor of the trace: `y = x.detach().requires_grad_()`.",
@@ -123,7 +127,7 @@ def detach_(ctx, op, input):
     if not _made_here(ctx, input):
         if not m.requires_grad:
             return input  # no gradient, no history: nothing changes
-        raise _received("detach_", "use `y = x.detach()` instead.")
+        raise _received(ctx, "detach_", "use `y = x.detach()` instead.")
     maker = _maker(ctx, input._ss_var)
     if maker.name in _VIEWS:
         raise RuntimeError(_DETACH_VIEW)
