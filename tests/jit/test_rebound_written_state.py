@@ -89,3 +89,26 @@ def test_a_closure_variable_rebound_to_an_equal_dict_gets_the_write():
             assert f(torch.zeros(n)).tolist() == [1.0] * n
             after.append(cell.cell_contents["b"])
         assert after == [2, 2, 2]
+
+
+G_READ = [1.0, 2.0]
+
+
+def _reads_len(x):
+    return x + len(G_READ)
+
+
+def test_a_global_rebound_to_an_equal_list_is_watched_from_then_on():
+    """A global list read, rebound to an equal copy (the guard accepts it), then
+    appended to: the append had gone unseen (the fast check still watched the old
+    list), and the trace's len was reused."""
+    global G_READ
+    jf, kept, x = symshape.jit(_reads_len), [], torch.zeros(1)
+    G_READ = [1.0, 2.0]
+    assert jf(x).item() == _reads_len(x).item() == 2
+    for _ in range(2):
+        kept.append(G_READ)  # the old lists stay alive: no address is reused
+        G_READ = list(G_READ)
+        assert jf(x).item() == _reads_len(x).item()
+    G_READ.append(9.0)
+    assert jf(x).item() == _reads_len(x).item() == 3

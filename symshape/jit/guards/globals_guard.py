@@ -47,7 +47,7 @@ class GlobalsGuard:
 
     __slots__ = (
         "all_cells", "cells", "classes", "defaults", "held", "label", "loaded", "objects",
-        "pinned", "scopes", "stored",
+        "pinned", "readers", "scopes", "stored",
     )  # fmt: skip
 
     def __init__(self, *fns: types.FunctionType, classes=(), bound=()):
@@ -119,6 +119,15 @@ class GlobalsGuard:
             or isinstance(v, (list, dict, collections.deque))
             or type(v) in (set, types.MappingProxyType)
         ]
+        # how each global's or closure variable's guard finds its value now (_rewatch)
+        readers = {
+            id(g[n]): functools.partial(g.get, n, _MISSING)
+            for g, ns, _ in self.scopes
+            for n in ns
+            if n in g
+        }
+        readers.update((id(v), functools.partial(cell_contents, c)) for _, c, v, _ in self.cells)
+        self.readers = {id(g): readers[id(g.value)] for g in self.objects if id(g.value) in readers}
 
     def __bool__(self) -> bool:
         # a function that only assigns a global (`global G; G = y`) has writes to replay
@@ -224,8 +233,21 @@ class GlobalsGuard:
         if self.why() is None:
             for scope in self.scopes:
                 scope[2] = dict_version(scope[0])
+            self._rewatch()
             return True
         return False
+
+    def _rewatch(self) -> None:
+        """After a call whose globals are equal to those traced but not the same
+        objects (``L = list(L)``): the fast check watches the new ones, else a later
+        ``L.append`` on the new list would go unseen."""
+        for i, g in enumerate(self.objects):
+            read = self.readers.get(id(g))
+            now = read() if read is not None else g.value
+            if now is not g.value and now is not _MISSING:
+                new = ObjectGuard(now, g.label)
+                self.readers[id(new)] = read
+                self.objects[i] = new
 
     def why(self) -> str | None:
         moved = self._moved_away()
