@@ -3,6 +3,7 @@ checked on every call (dict version tags first, values only when one moved)."""
 
 from __future__ import annotations
 
+import builtins
 import collections
 import dis
 import functools
@@ -609,6 +610,13 @@ def _scopes(fns) -> list:
         scope = out.setdefault(id(g), (g, set(), set()))
         scope[1].update(names)
         scope[2].update(_code_names(f.__code__, _STORES))
+        # the builtins it names (`isinstance`, `len`): patched between calls, they differ
+        b = g.get("__builtins__", builtins.__dict__)
+        b = b.__dict__ if isinstance(b, types.ModuleType) else b
+        if isinstance(b, dict):
+            scope = out.setdefault(id(b), (b, set(), set()))
+            named = _code_names(f.__code__) - _PATCHED_BUILTINS  # (wrapped while any traces)
+            scope[1].update(n for n in named if n not in g and n in b)
         # a user module's attributes it reads or sets (`cfg.SCALE`, `cfg.LAST = y`):
         # that module's globals, guarded and replayed as the function's own are
         attrs = _code_names(f.__code__, _ATTR_LOADS) | _code_names(f.__code__, _IMPORT_FROMS)
@@ -663,6 +671,7 @@ _STORES = frozenset({"STORE_GLOBAL", "DELETE_GLOBAL"})
 _DELETES = frozenset({"DELETE_GLOBAL"})
 _ATTR_LOADS = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
 _ATTR_STORES = frozenset({"STORE_ATTR", "DELETE_ATTR"})
+_PATCHED_BUILTINS = frozenset({"print"})  # trace/side_effects.py wraps it while tracing
 _IMPORTS = frozenset({"IMPORT_NAME"})  # a module imported inside the function
 _IMPORT_FROMS = frozenset({"IMPORT_FROM"})  # `from m import name`: m's name, read
 
