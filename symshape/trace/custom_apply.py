@@ -62,6 +62,8 @@ def _apply(apply, patches) -> Callable:
                 "runs through its own vmap rule (or refuses without one)",
                 "apply it outside torch.vmap, or set generate_vmap_rule=True on it",
             )
+        if mode is not None and not torch.is_grad_enabled() and _traced_inputs(args, kwargs):
+            return _without_grad(cls, args, kwargs)
         if mode is None or not torch.is_grad_enabled():
             return apply.__get__(None, cls)(*args, **kwargs)
         if kwargs and _is_setup_context_defined(cls.setup_context):
@@ -77,6 +79,32 @@ def _apply(apply, patches) -> Callable:
             _tls.routed -= 1
 
     return route
+
+
+def _traced_inputs(args: tuple, kwargs: dict) -> bool:
+    return any(isinstance(a, TensorProxy) for a in pytree.tree_leaves((args, kwargs)))
+
+
+def _without_grad(cls, args: tuple, kwargs: dict):
+    """What eager's apply does under no_grad, on the trace's tensors (its C++ half
+    would meet them): forward (then setup_context), and an output that is an input
+    comes back as a new tensor of its memory that needs no gradient (eager's apply
+    detaches one that needs one, and views one that does not)."""
+    ctx = torch.autograd.function.FunctionCtx()
+    ctx.needs_input_grad = tuple(False for _ in args)  # nothing is recorded
+    if _is_setup_context_defined(cls.setup_context):
+        out = cls.forward(*args, **kwargs)
+        cls.setup_context(ctx, args, out)
+    else:
+        out = cls.forward(ctx, *args, **kwargs)
+    inputs = {id(a) for a in args if isinstance(a, torch.Tensor)}
+
+    def made_anew(o):
+        if not isinstance(o, torch.Tensor) or id(o) not in inputs:
+            return o
+        return o.detach()  # (a view made under no_grad still needs one, as its base)
+
+    return tuple(map(made_anew, out)) if isinstance(out, tuple) else made_anew(out)
 
 
 def _vmapped(cls, args: tuple, kwargs: dict) -> bool:

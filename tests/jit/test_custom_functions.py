@@ -561,3 +561,46 @@ def test_a_none_gradient_leaves_grad_none_and_a_non_tensors_gradient_raises():
     jf = symshape.jit(lambda x: GradientForAModule.apply(lin, x), fullgraph=True)
     with pytest.raises(RuntimeError, match="at position 1, but the corresponding forward input"):
         jf(torch.randn(2, 3, requires_grad=True)).sum().backward()
+
+
+class _ReturnsInput(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 0.5
+
+
+class _DirtiesInput(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        x.add_(1)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: _ReturnsInput.apply(x) * 2,
+        lambda x: _ReturnsInput.apply(x),
+        lambda x: _DirtiesInput.apply(x.view_as(x)),
+        lambda x: _DirtiesInput.apply(x.clone()),
+    ],
+)
+def test_a_function_applied_under_no_grad_is_eagers(fn):
+    """dynamo's test_once_differentiable, test_mark_dirty_* called under no_grad: the
+    eager apply's C++ half had met the trace's tensors ('a symshape bug')."""
+    jf = symshape.jit(fn)
+    for n in (2, 2, 3):
+        x, x2 = torch.zeros(n, requires_grad=True), torch.zeros(n, requires_grad=True)
+        with torch.no_grad():
+            got, want = jf(x), fn(x2)
+        assert torch.equal(got, want) and torch.equal(x, x2)
+        assert got.requires_grad == want.requires_grad and got is not x
