@@ -109,6 +109,10 @@ class GlobalsGuard:
             for v in values
             if type(v) is types.FunctionType and v.__dict__
         ]
+        # a functools.partial's keywords (`baz.keywords["y"] = 10` changes its calls)
+        held += [
+            (f"{_name(v)}.keywords", v.keywords) for v in values if type(v) is functools.partial
+        ]
         held = [(n, v) for n, v in held if isinstance(v, (list, dict, set, collections.deque))]
         held += [(n, v) for n, v in bound if is_plain_object(v)]
         self.held = {id(v) for _, v in held}  # checked by why(), kept by settle()
@@ -356,6 +360,10 @@ class GlobalWrites:
                 restore(c, before)
                 self.written.add(id(c))
         return out
+
+
+def _name(v) -> str:
+    return getattr(v.func, "__qualname__", type(v).__name__)
 
 
 def _moved(order: list, at: dict, names) -> set:

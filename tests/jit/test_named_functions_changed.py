@@ -1,8 +1,9 @@
-"""A builtin the code names (``isinstance``, ``abs``), patched while one call
-was traced and put back after: the trace made under the patch must not serve
-the calls after it (dynamo's test_patched_builtin_functions)."""
+"""Functions the code reaches by a name, changed between calls: a builtin it
+names (``isinstance``, ``abs``) patched while one call was traced and put back
+after (dynamo's test_patched_builtin_functions), a global partial's keywords."""
 
 import builtins
+import functools
 
 import torch
 
@@ -45,3 +46,26 @@ def test_a_builtin_patched_then_restored_is_read_again():
     finally:
         builtins.abs = _REAL_ABS
     assert torch.equal(jf(x, y), _uses_builtins(x, y))
+
+
+def _add(x, y):
+    return x + y
+
+
+_BAZ = functools.partial(_add, y=4)
+
+
+def _calls_partial(x):
+    return _BAZ(x)
+
+
+def test_a_global_partials_keywords_changed_between_calls_are_read_again():
+    """dynamo's test_fn_hasattr__name__3 program, its partial's keywords mutated."""
+    jf, x = symshape.jit(_calls_partial), torch.zeros(1)
+    assert jf(x).item() == 4
+    _BAZ.keywords["y"] = 10
+    try:
+        assert jf(x).item() == _calls_partial(x).item() == 10
+        assert jf(torch.zeros(3)).tolist() == [10.0] * 3
+    finally:
+        _BAZ.keywords["y"] = 4
