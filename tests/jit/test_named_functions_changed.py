@@ -5,6 +5,7 @@ after (dynamo's test_patched_builtin_functions), a global partial's keywords."""
 import builtins
 import functools
 
+import pytest
 import torch
 
 import symshape
@@ -69,3 +70,23 @@ def test_a_global_partials_keywords_changed_between_calls_are_read_again():
         assert jf(torch.zeros(3)).tolist() == [10.0] * 3
     finally:
         _BAZ.keywords["y"] = 4
+
+
+def test_a_function_the_program_set_on_tensor_is_read_again_when_replaced():
+    """dynamo's test_tensor_subclass_method_traced: ``torch.Tensor.my_op = ...``
+    replaced or deleted after a trace that called it. torch is left as it was."""
+    before = dict(vars(torch.Tensor))
+    torch.Tensor._symshape_test_op = lambda self: self + 1
+    try:
+        jf = symshape.jit(lambda x: x._symshape_test_op() + 1)
+        x = torch.ones(3)
+        assert jf(x).tolist() == [3.0] * 3
+        torch.Tensor._symshape_test_op = lambda self: self * 10
+        assert jf(x).tolist() == [11.0] * 3
+        del torch.Tensor._symshape_test_op
+        with pytest.raises(AttributeError):
+            jf(x)
+    finally:
+        if "_symshape_test_op" in vars(torch.Tensor):
+            del torch.Tensor._symshape_test_op
+    assert dict(vars(torch.Tensor)).keys() == before.keys()

@@ -22,6 +22,7 @@ from symshape.jit.guards.module_state import HOOK_DICTS
 from symshape.jit.guards.state import (
     _MISSING,
     ObjectGuard,
+    class_dict,
     class_guards,
     diff,
     is_plain_object,
@@ -48,7 +49,7 @@ class GlobalsGuard:
 
     __slots__ = (
         "all_cells", "cells", "classes", "defaults", "held", "label", "loaded", "objects",
-        "pinned", "readers", "scopes", "stored",
+        "pinned", "readers", "scopes", "stored", "tensor_methods",
     )  # fmt: skip
 
     def __init__(self, *fns: types.FunctionType, classes=(), bound=()):
@@ -94,6 +95,8 @@ class GlobalsGuard:
                     if user_class(c.cls):  # not torch's bases (autograd.Function, which
                         guards.setdefault(c.cls, c)  # the tracer patches while tracing)
         self.classes = list(guards.values())
+        # `torch.Tensor.my_op = ...`: the program's functions on Tensor, as when traced
+        self.tensor_methods = _TensorMethods() if _tensor_functions() else None
         # containers held where an identity check cannot see them change: a class's
         # (`K.seen.append(n)`) and a default argument's (`def f(x, acc=[])`)
         held = [
@@ -137,7 +140,7 @@ class GlobalsGuard:
     def __bool__(self) -> bool:
         # a function that only assigns a global (`global G; G = y`) has writes to replay
         scoped = any(names for _, names, _ in self.scopes) or self.stored
-        return bool(self.cells or self.defaults or scoped or self.classes)
+        return bool(self.cells or self.defaults or scoped or self.classes or self.tensor_methods)
 
     def read_values(self) -> list:
         """``(name, value)`` of the globals (there now) and closure variables it reads."""
@@ -232,6 +235,7 @@ class GlobalsGuard:
             and all(c.cell_contents is v for _, c, v, _ in self.cells)
             and all(g(g.value) for g in self.objects)
             and all(c.fast() for c in self.classes)
+            and (self.tensor_methods is None or self.tensor_methods.fast())
             and all(_same_defaults(*d) for d in self.defaults)
         ):
             return True
@@ -255,7 +259,7 @@ class GlobalsGuard:
                 self.objects[i] = new
 
     def why(self) -> str | None:
-        moved = self._moved_away()
+        moved = self._moved_away() or (self.tensor_methods and self.tensor_methods.why())
         if moved is not None:
             return moved
         for g, names, _ in self.scopes:
@@ -360,6 +364,39 @@ class GlobalWrites:
                 restore(c, before)
                 self.written.add(id(c))
         return out
+
+
+def _tensor_functions() -> dict:
+    """The functions of the program's own it set on ``torch.Tensor``."""
+    return {
+        k: v
+        for k, v in vars(torch.Tensor).items()
+        if isinstance(v, types.FunctionType) and users_function(v)
+    }
+
+
+class _TensorMethods:
+    """The functions the program set on ``torch.Tensor`` when a call was traced: a
+    trace inlined the ones it called, so one replaced or deleted makes it stale."""
+
+    __slots__ = ("dict", "fns", "version")
+
+    def __init__(self):
+        self.dict = class_dict(torch.Tensor)
+        self.version = dict_version(self.dict)
+        self.fns = _tensor_functions()
+
+    def fast(self) -> bool:
+        return dict_version(self.dict) == self.version
+
+    def why(self) -> str | None:
+        if self.fast():
+            return None
+        now = _tensor_functions()
+        if now.keys() != self.fns.keys() or any(now[k] is not f for k, f in self.fns.items()):
+            return "the functions set on torch.Tensor changed since the call was traced"
+        self.version = dict_version(self.dict)
+        return None
 
 
 def _name(v) -> str:
