@@ -196,6 +196,11 @@ def is_plain_object(v) -> bool:
         return False
     if t is types.SimpleNamespace or t is threading.local:  # a local: this thread's __dict__
         return True
+    if t is weakref.ProxyType:  # `weakref.proxy(trainer)`: its referent's state, read
+        try:  # through it (compared each call: ReferenceError once the referent is gone)
+            return hasattr(v, "__dict__")
+        except ReferenceError:
+            return False
     return bool(t.__flags__ & _HEAPTYPE) and _has_state(v)
 
 
