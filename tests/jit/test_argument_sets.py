@@ -54,3 +54,26 @@ def test_the_callers_set_holds_eagers_ints(kind, dynamic):
         torch.testing.assert_close(jf(x, mine), fn(x, eager))
         assert _sets(kind, mine) == _sets(kind, eager)
         assert {type(v) for v in _sets(kind, mine)} == {int}
+
+
+class _Item:
+    def __init__(self, x):
+        self.x = x
+
+
+def test_the_objects_in_a_set_passed_in_are_guarded_by_their_state():
+    """dynamo's test_frozenset_of_non_literals, an item's attribute changed between
+    calls: it had been read once (the set compared its items by identity only)."""
+    foo = _Item(0)
+    for make in (frozenset, set, lambda items: {"s": frozenset(items)}):
+        s = make([foo])
+
+        def f(x, s):
+            items = s["s"] if isinstance(s, dict) else s
+            return x + next(iter(items)).x
+
+        jf = symshape.jit(f)
+        foo.x = 0
+        assert jf(torch.zeros(1), s).item() == 0
+        foo.x = 5
+        assert jf(torch.zeros(1), s).item() == f(torch.zeros(1), s).item() == 5

@@ -93,6 +93,8 @@ class Value:
 
     value: object
     order: tuple | None = None
+    # a set's plain objects' snapshots, in its order: their attributes are its state too
+    members: tuple | None = None
 
 
 class Ident:
@@ -332,7 +334,10 @@ def snapshot(v, budget: _Budget | None = None, holes=frozenset()):
         return s
     if t in (set, frozenset):  # compared as `==` compares sets (hashes, then `is`/`==`),
         # and by the order iterating it gives (equal sets may differ there)
-        return Value(frozenset(v) if t is frozenset else set(v), tuple(v))
+        b.seen.add(id(v))
+        members = tuple(snapshot(m, b) for m in v if is_plain_object(m)) or None
+        b.seen.discard(id(v))
+        return Value(frozenset(v) if t is frozenset else set(v), tuple(v), members)
     if is_plain_object(v):
         b.seen.add(id(v))
         d = getattr(v, "__dict__", None)
@@ -363,6 +368,10 @@ def diff(s, v, label: str) -> str | None:
                 return _changed(label, s.value, v)
             if len(s.order) > 1 and any(a is not b and a != b for a, b in zip(v, s.order)):
                 return f"{label} gives its items in another order ({_short(v)})"
+            for a, m in zip(s.members or (), [m for m in v if is_plain_object(m)]):
+                r = diff(a, m, f"an item of {label}")
+                if r is not None:
+                    return r
             return None
         return None if _same_scalar(s.value, v) else _changed(label, s.value, v)
     if type(s) is Hole:
@@ -465,7 +474,7 @@ def flat(s, v, dicts: list, lists: list) -> None:
             dicts.append(d)
             for k, a in s.attrs.items():
                 flat(a, d.get(k, _MISSING), dicts, lists)
-    elif t is Value and type(s.value) is set:  # no version tag: compared whole
+    elif t is Value and (type(s.value) is set or s.members):  # no version tag: whole
         lists.append((s, v))
     elif t is Seq:
         if s.type is list or s.type is collections.deque:  # mutable: compared whole
