@@ -42,3 +42,24 @@ def test_a_closure_tensor_passed_in_too():
         warnings.simplefilter("ignore")
         for t in (g, torch.ones(2), g):
             assert torch.equal(jf(t), f(t))
+
+
+def test_a_captured_tensors_python_attributes_are_guarded():
+    """dynamo's test_tensor_dynamic_method, the attributes changed between calls."""
+    t = torch.nn.Parameter(torch.ones(1))
+    t.add_one = lambda v: v + 1
+    c = torch.ones(2)
+    c.scale = 2
+
+    def fn(x):
+        return t.add_one(t) + x
+
+    def g(x):
+        return x * c.scale
+
+    jf, jg = symshape.jit(fn), symshape.jit(g)
+    assert jf(torch.ones(1)).item() == 3 and jg(torch.ones(2)).tolist() == [2.0, 2.0]
+    t.add_one = lambda v: v + 5
+    c.scale = 3
+    assert jf(torch.ones(1)).item() == fn(torch.ones(1)).item() == 7
+    assert jg(torch.ones(2)).tolist() == g(torch.ones(2)).tolist() == [3.0, 3.0]

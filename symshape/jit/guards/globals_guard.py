@@ -116,6 +116,12 @@ class GlobalsGuard:
         held += [
             (f"{_name(v)}.keywords", v.keywords) for v in values if type(v) is functools.partial
         ]
+        # a captured tensor's Python attributes (`t.scale = 3`, `t.add_one = ...`)
+        held += [
+            ("a captured tensor's __dict__", v.__dict__)
+            for v in values
+            if isinstance(v, torch.Tensor) and v.__dict__
+        ]
         held = [(n, v) for n, v in held if isinstance(v, (list, dict, set, collections.deque))]
         held += [(n, v) for n, v in bound if is_plain_object(v)]
         self.held = {id(v) for _, v in held}  # checked by why(), kept by settle()
