@@ -55,7 +55,8 @@ def make_function(
         saved = res[n_out : n_out + n_saved]
         if written:
             saved = _before_writes(saved, [args[k] for k in written])
-        ctx.save_for_backward(*saved)
+        if saved:  # (none saved: a second backward works, as eager's `x + x`)
+            ctx.save_for_backward(*saved)
         ctx.sizes = res[n_out + n_saved :]
         outs = res[:n_out]
         if fresh:
@@ -80,7 +81,8 @@ def make_function(
             )
         if lazy:
             gouts = _zeros_where_needed(ctx.zeros, gouts)
-        args = [*ctx.saved_tensors, *ctx.sizes, *(gouts[i] for i in diff_out)]
+        # (no local keeps the saved tensors: the backward frees each after its last use)
+        args = [*(ctx.saved_tensors if n_saved else ()), *ctx.sizes, *(gouts[i] for i in diff_out)]
         ctx.maybe_clear_saved_tensors()
         grads = backward(args)
         result = [None] * n_in

@@ -231,3 +231,20 @@ def test_an_update_through_data_after_a_save_is_eagers():
         g(torch.rand(3, requires_grad=True)).sum().backward()
     with pytest.raises(symshape.TracingError, match="modified by an inplace operation"):
         symshape.jit(g, fullgraph=True)(torch.rand(3, requires_grad=True))
+
+
+def test_a_second_backward_through_a_trace_that_saved_nothing_works_as_eagers():
+    """dynamo's test_autograd_function programs called backward twice without
+    retain_graph: eager allows it where nothing was saved (``x + x``)."""
+
+    def f(x):
+        return x + x
+
+    grads = []
+    for fn in (f, symshape.jit(f)):
+        x = torch.ones(3, requires_grad=True)
+        y = fn(x)
+        y.sum().backward()
+        y.sum().backward()
+        grads.append(x.grad.tolist())
+    assert grads[0] == grads[1] == [4.0] * 3
