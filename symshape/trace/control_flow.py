@@ -45,6 +45,11 @@ def install(patches: Patches) -> None:
     original = getattr(module, "map", None)
     if original is not None:
         _replace(patches, homes, "map", original, _routed_map(original, patches))
+    # eager map, bound before the trace (`from functorch... import map`), runs its op
+    # through this module global: f on each slice here too
+    impl = getattr(module, "map_impl", None)
+    if impl is not None:
+        patches.replace(module, "map_impl", _routed_impl(impl, patches))
 
 
 def _replace(patches: Patches, homes: tuple, name: str, original, routed) -> None:
@@ -81,6 +86,21 @@ def _routed_map(original, patches: Patches):
         return pytree.tree_unflatten(stacked, pytree.tree_flatten(outs[0])[1])
 
     return map
+
+
+def _routed_impl(original, patches: Patches):
+    """``map_impl(f, xs, args)``, the op eager's map runs: ``f(*slices, *args)`` for
+    each index of the first dimension, stacked (``_routed_map``)."""
+
+    def map_impl(f, xs, pos_args):
+        if patches.current() is None:
+            return original(f, xs, pos_args)
+        outs = [f(*[x[i] for x in xs], *pos_args) for i in range(xs[0].shape[0])]
+        leaves = [pytree.tree_flatten(o)[0] for o in outs]
+        stacked = [torch.stack(list(column)) for column in zip(*leaves)]
+        return pytree.tree_unflatten(stacked, pytree.tree_flatten(outs[0])[1])
+
+    return map_impl
 
 
 def _routed(original, patches: Patches):

@@ -33,12 +33,21 @@ def install(patches: Patches) -> None:
     @functools.wraps(original)
     def compile(*args, **kwargs):
         if patches.current() is not None:  # importing TorchDynamo now: patch it first
+            fn = args[0] if args else kwargs.get("model")
+            if getattr(fn, "__qualname__", "") == "cond.<locals>._cond_op_wrapper":
+                # eager torch.cond, bound before the trace (`from torch import cond`):
+                # its op, as the cond the program finds by name runs it (control_flow.py)
+                return _cond_by_name
             import torch._dynamo.eval_frame  # noqa: F401
 
             _patch_stance(patches)
         return original(*args, **kwargs)
 
     patches.replace(torch, "compile", compile)
+
+
+def _cond_by_name(pred, true_fn, false_fn, operands=()):
+    return torch.cond(pred, true_fn, false_fn, operands)  # control_flow.py's, while tracing
 
 
 def _patch_stance(patches: Patches) -> None:

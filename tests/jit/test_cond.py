@@ -5,6 +5,8 @@ is a guard. Outputs are new tensors, as eager's op makes them; gradients flow
 through the branch taken; operands may be nested. Traced at one size and value,
 run at others against eager."""
 
+import warnings
+
 import pytest
 import torch
 
@@ -102,3 +104,37 @@ def test_map_stacks_f_of_each_slice_with_eagers_gradients(fullgraph):
         (got["s"].sum() + got["c"].sum()).backward()
         (want["s"].sum() + want["c"].sum()).backward()
         torch.testing.assert_close(mine[0].grad, args[0].grad)
+
+
+def test_cond_and_map_bound_before_the_trace_keep_a_modules_gradients():
+    """dynamo's test_cond_with_quantization / test_map_with_quantization: ``cond`` and
+    ``map`` imported by name before any trace (so not the ones symshape routes by
+    name), their branches calling a module: the result had lost its gradient."""
+    from functorch.experimental.control_flow import cond as bound_cond
+    from functorch.experimental.control_flow import map as bound_map
+
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(3, 3)
+
+    def f(pred, x):
+        return bound_cond(pred, lambda x: lin(x), lambda x: lin(x) * 2, [x])
+
+    def g(x):
+        return bound_map(lambda r: (lin(r), r.sum()), x)
+
+    for fn, args in ((f, (torch.tensor(True), torch.rand(2, 3))), (g, (torch.rand(4, 3),))):
+        grads = []
+        for h in (fn, symshape.jit(fn)):
+            lin.zero_grad(set_to_none=True)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out = h(*args)
+            first = out[0] if isinstance(out, tuple) else out
+            assert first.requires_grad
+            first.sum().backward()
+            grads.append((_leaves(out), lin.weight.grad.clone()))
+        torch.testing.assert_close(grads[1], grads[0])
+
+
+def _leaves(out):
+    return [t.detach() for t in torch.utils._pytree.tree_leaves(out)]
