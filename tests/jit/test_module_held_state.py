@@ -138,3 +138,32 @@ def test_a_modules_own_setattr_runs_once_per_call_as_in_eager():
         outs = [f(torch.zeros(n)).tolist() for n in (4, 4, 4)]
         seen.append((outs, m.buffer.tolist(), m.sets))
     assert seen[1] == seen[0]
+
+
+class _MaybeAct(nn.Module):
+    def __init__(self, act):
+        super().__init__()
+        self.act = act
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        if self.act:
+            x = self.act(x)
+        return self.lin(x), len(list(self.lin.named_parameters()))
+
+
+def test_a_submodule_or_parameter_set_to_none_and_back_is_seen():
+    """dynamo's test_if_cond_nn_mod1 with ``self.act`` going ReLU, None, Tanh: the
+    trace made for None had served Tanh; ``lin.bias = None`` had left the count
+    of named parameters stale."""
+    torch.manual_seed(0)
+    m = _MaybeAct(nn.ReLU())
+    jm = symshape.jit(m)
+    x = torch.linspace(-2, 2, 3)
+    for change in (None, lambda: setattr(m, "act", None), lambda: setattr(m, "act", nn.Tanh()),
+                   lambda: setattr(m.lin, "bias", None), lambda: setattr(m, "act", None)):  # fmt: skip
+        if change is not None:
+            change()
+        got, want = jm(x), m(x)
+        torch.testing.assert_close(got[0], want[0])
+        assert got[1] == want[1]

@@ -42,10 +42,12 @@ class ModuleGuard:
     shadow: set = field(default_factory=set)  # names read through the class
     keys: tuple = ()  # the submodule names
     tensors: tuple = ()  # the parameter and buffer names, in order (parameters() iterates it)
+    nones: tuple = ()  # the names among those set to None (`self.act = None`, `bias=None`)
 
     def watch(self, mod: nn.Module) -> None:
         self.keys = tuple(mod._modules)
         self.tensors = (tuple(mod._parameters), tuple(mod._buffers))
+        self.nones = _nones(mod)
 
     def ok(self, mod: nn.Module) -> bool:
         return self.why(mod) is None
@@ -62,6 +64,9 @@ class ModuleGuard:
                 f"the parameters and buffers of {where} changed from {list(self.tensors)} "
                 f"to {list(tensors)} (names, in order)"
             )
+        nones = _nones(mod)
+        if nones != self.nones:
+            return f"the entries of {where} set to None changed from {list(self.nones)} to {list(nones)}"
         d = mod.__dict__
         for k in self.shadow:
             if k in d:
@@ -73,6 +78,12 @@ class ModuleGuard:
             if r is not None:
                 return r
         return None
+
+
+def _nones(mod: nn.Module) -> tuple:
+    return tuple(
+        k for d in (mod._modules, mod._parameters, mod._buffers) for k, v in d.items() if v is None
+    )
 
 
 class TreeGuard:
