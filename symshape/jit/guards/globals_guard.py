@@ -122,7 +122,12 @@ class GlobalsGuard:
             for v in values
             if isinstance(v, torch.Tensor) and v.__dict__
         ]
-        held = [(n, v) for n, v in held if isinstance(v, (list, dict, set, collections.deque))]
+        # (and a class's plain objects: `Mock.class_variable = Foo()`, read `.x` through)
+        held = [
+            (n, v)
+            for n, v in held
+            if isinstance(v, (list, dict, set, collections.deque)) or is_plain_object(v)
+        ]
         held += [(n, v) for n, v in bound if is_plain_object(v)]
         self.held = {id(v) for _, v in held}  # checked by why(), kept by settle()
         labels = {id(v): n for n, v in held}
@@ -170,8 +175,15 @@ class GlobalsGuard:
 
     def modules(self) -> list:
         """``(name, module)`` for the nn.Modules it reads (globals, closure cells, then
-        default arguments: ``lambda x, m=lin: m(x)``)."""
+        default arguments: ``lambda x, m=lin: m(x)``, then the user's classes' own
+        attributes: ``class Head: proj = nn.Linear(...)``)."""
         out = self.read_values() + _default_values(f for f, _, _ in self.defaults)
+        out += [
+            (f"{c.cls.__qualname__}.{k}", v)
+            for c in self.classes
+            for k, v in vars(c.cls).items()
+            if not k.startswith("__")
+        ]
         found: dict = {}
         for n, v in out:
             for label, m in modules_within(v, n):
