@@ -80,8 +80,9 @@ def _dense(hop) -> Callable | None:
 
 def _leaf(hop) -> Callable:
     """``@torch._dynamo.decorators.leaf_function``: its Python runs on every call,
-    eagerly, at a split of the trace; its fake implementation, traced first, gives
-    the wrapper the structure of the result it unflattens (it had found none)."""
+    eagerly, at a split of the trace; its fake implementation, traced first on
+    copies of the tensors, gives the wrapper the structure of the result it
+    unflattens (it had found none)."""
     from torch._higher_order_ops.invoke_leaf_function import unflatten_args_with_modules
 
     from symshape.trace.context import current
@@ -89,7 +90,10 @@ def _leaf(hop) -> Callable:
     from symshape.trace.errors import UnsupportedOpError
 
     def leaf(real, fake, spec, mutated, *flat, **kwargs):
-        with unflatten_args_with_modules(flat, spec) as (a, kw):  # as the op calls it
+        # on copies: what the fake does to its inputs (`buf.add_(1)`, a stand-in for
+        # the real one's writes) must not reach them, the real one's run does that
+        copies = [t.clone() if isinstance(t, torch.Tensor) else t for t in flat]
+        with unflatten_args_with_modules(copies, spec) as (a, kw):  # as the op calls it
             fake(*a, **kw)  # its wrapper records the result's structure, which the caller reads
         args = (real, fake, spec, mutated, *flat)
         why = "its Python runs per call"

@@ -83,3 +83,29 @@ def test_a_leaf_function_given_a_module():
     for n in (2, 2, 6):
         x = torch.randn(n, 3)
         assert torch.equal(jm(x), m(x))
+
+
+@pytest.mark.skipif(not _THROUGH_THE_OP, reason="this torch's leaf_function has no mutates_args")
+def test_a_leaf_functions_fake_does_not_write_into_the_inputs():
+    """dynamo's test_leaf_function_input_mutation_*: a fake that repeats the real
+    function's in-place write had been traced on the inputs themselves, so each
+    call wrote twice."""
+
+    @leaf_function(mutates_args={"buf"})
+    def bump(x, buf):
+        buf.add_(1)
+        return (x + buf,)
+
+    @bump.register_fake
+    def _(x, buf):
+        buf.add_(1)
+        return (x + buf,)
+
+    def fn(x, buf):
+        return bump(x, buf)[0] * 2
+
+    jf = symshape.jit(fn)
+    want_buf, got_buf = torch.zeros(3), torch.zeros(3)
+    for n in (3, 3, 3):
+        want, got = fn(torch.ones(n), want_buf), jf(torch.ones(n), got_buf)
+        assert torch.equal(got, want) and torch.equal(got_buf, want_buf)
