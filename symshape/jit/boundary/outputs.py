@@ -100,31 +100,11 @@ def flatten(
         t = type(x)
         if refs is not None and id(x) in refs:
             return ("ref", refs[id(x)])
-        if is_array(x):  # a traced NumPy array: an np.ndarray of its tensor, after the call
-            return ("call", to_numpy, [walk(x.tensor)])
-        if lazy_iterator(x):
-            return _lazy(x, t, walk)
-        if t is DefaultGeneratorProxy:  # what the code named is the real global generator
-            return ("const", torch._C.default_generator)
-        if t in _VIEWS:  # a mappingproxy, keys(), values(), items(): of this call's mapping
-            return ("call", _view, [("const", _VIEWS[t]), walk(viewed(x))])
-        if t is slice or t is range:  # their ints may be sizes: this call's, not the traced one's
-            if not any(isinstance(v, _TRACED) for v in (x.start, x.stop, x.step)):
-                return ("const", x)
-            return ("call", t, [walk(x.start), walk(x.stop), walk(x.step)])
-        if t is TensorProxy and getattr(x, "_is_param", False):
-            leaves.append(x)  # nn.Parameter(t) made in the trace: a Parameter, as in eager
-            return ("param",)
-        if t is TensorProxy and id(x) not in tagged and pytype(x) is not None:
-            # a tensor subclass (trace/subclasses.py): the class, then its attributes
-            tagged.add(id(x))
-            leaves.append(x)
-            return ("subclass", pytype(x), [(k, walk(v)) for k, v in _tags(x)])
-        if t is TensorProxy and id(x) not in tagged and _tags(x):
-            # `y.tag = "a"; return y`: the attributes the code set on a tensor it returns
-            tagged.add(id(x))
-            leaves.append(x)
-            return ("tagged", [(k, walk(v)) for k, v in _tags(x)])
+        spec = _special(x, t, walk)
+        if spec is None and t is TensorProxy:
+            spec = _tensor_spec(x, walk, leaves, tagged)
+        if spec is not None:
+            return spec
         if (
             isinstance(x, _TRACED)
             or t in _SCALARS
@@ -170,6 +150,43 @@ def flatten(
     if shared:
         spec = _shared(spec, {id(built[k]): k for k in shared})
     return leaves, spec
+
+
+def _special(x, t: type, walk) -> tuple | None:
+    """The spec of a value made anew from what the call left: a traced NumPy array,
+    an iterator, the global generator, a mapping's view, a slice or range of sizes."""
+    if is_array(x):  # a traced NumPy array: an np.ndarray of its tensor, after the call
+        return ("call", to_numpy, [walk(x.tensor)])
+    if lazy_iterator(x):
+        return _lazy(x, t, walk)
+    if t is DefaultGeneratorProxy:  # what the code named is the real global generator
+        return ("const", torch._C.default_generator)
+    if t in _VIEWS:  # a mappingproxy, keys(), values(), items(): of this call's mapping
+        return ("call", _view, [("const", _VIEWS[t]), walk(viewed(x))])
+    if t is slice or t is range:  # their ints may be sizes: this call's, not the traced one's
+        if not any(isinstance(v, _TRACED) for v in (x.start, x.stop, x.step)):
+            return ("const", x)
+        return ("call", t, [walk(x.start), walk(x.stop), walk(x.step)])
+    return None
+
+
+def _tensor_spec(x, walk, leaves: list, tagged: set) -> tuple | None:
+    """The spec of a traced tensor that is more than a leaf: a Parameter, a tensor
+    subclass, a tensor with attributes the code set; None for a plain one."""
+    if getattr(x, "_is_param", False):
+        leaves.append(x)  # nn.Parameter(t) made in the trace: a Parameter, as in eager
+        return ("param",)
+    if id(x) not in tagged and pytype(x) is not None:
+        # a tensor subclass (trace/subclasses.py): the class, then its attributes
+        tagged.add(id(x))
+        leaves.append(x)
+        return ("subclass", pytype(x), [(k, walk(v)) for k, v in _tags(x)])
+    if id(x) not in tagged and _tags(x):
+        # `y.tag = "a"; return y`: the attributes the code set on a tensor it returns
+        tagged.add(id(x))
+        leaves.append(x)
+        return ("tagged", [(k, walk(v)) for k, v in _tags(x)])
+    return None
 
 
 def _structure(x, t: type, walk, rebuilt) -> tuple:

@@ -25,6 +25,7 @@ from symshape.jit.guards.state import (
     class_dict,
     class_guards,
     diff,
+    held_parts,
     is_plain_object,
     iterator_input,
     iterator_within,
@@ -97,38 +98,7 @@ class GlobalsGuard:
         self.classes = list(guards.values())
         # `torch.Tensor.my_op = ...`: the program's functions on Tensor, as when traced
         self.tensor_methods = _TensorMethods() if _tensor_functions() else None
-        # containers held where an identity check cannot see them change: a class's
-        # (`K.seen.append(n)`) and a default argument's (`def f(x, acc=[])`)
-        held = [
-            (f"{c.cls.__qualname__}.{k}", v)
-            for c in self.classes
-            for k, v in vars(c.cls).items()
-            if not k.startswith("__")
-        ]
-        held += _default_values(reached)
-        # the attributes of the functions it names (`if fn.pred:`, `helper.scale`)
-        held += [
-            (f"{v.__qualname__}.__dict__", v.__dict__)
-            for v in values
-            if type(v) is types.FunctionType and v.__dict__
-        ]
-        # a functools.partial's keywords (`baz.keywords["y"] = 10` changes its calls)
-        held += [
-            (f"{_name(v)}.keywords", v.keywords) for v in values if type(v) is functools.partial
-        ]
-        # a captured tensor's Python attributes (`t.scale = 3`, `t.add_one = ...`)
-        held += [
-            ("a captured tensor's __dict__", v.__dict__)
-            for v in values
-            if isinstance(v, torch.Tensor) and v.__dict__
-        ]
-        # (and a class's plain objects: `Mock.class_variable = Foo()`, read `.x` through)
-        held = [
-            (n, v)
-            for n, v in held
-            if isinstance(v, (list, dict, set, collections.deque)) or is_plain_object(v)
-        ]
-        held += [(n, v) for n, v in bound if is_plain_object(v)]
+        held = _held(self.classes, reached, values, bound)
         self.held = {id(v) for _, v in held}  # checked by why(), kept by settle()
         labels = {id(v): n for n, v in held}
         self.objects = [
@@ -138,7 +108,11 @@ class GlobalsGuard:
             or isinstance(v, (list, dict, collections.deque))
             or type(v) in (set, types.MappingProxyType)
         ]
-        # how each global's or closure variable's guard finds its value now (_rewatch)
+        self.readers = self._readers()
+
+    def _readers(self) -> dict:
+        """id(ObjectGuard) -> how its global's or closure variable's value is found
+        now (``_rewatch``)."""
         readers = {
             id(g[n]): functools.partial(g.get, n, _MISSING)
             for g, ns, _ in self.scopes
@@ -146,7 +120,7 @@ class GlobalsGuard:
             if n in g
         }
         readers.update((id(v), functools.partial(cell_contents, c)) for _, c, v, _ in self.cells)
-        self.readers = {id(g): readers[id(g.value)] for g in self.objects if id(g.value) in readers}
+        return {id(g): readers[id(g.value)] for g in self.objects if id(g.value) in readers}
 
     def __bool__(self) -> bool:
         # a function that only assigns a global (`global G; G = y`) has writes to replay
@@ -417,6 +391,42 @@ class _TensorMethods:
         return None
 
 
+def _held(classes: list, reached: list, values: list, bound) -> list:
+    """``(label, container)`` of what an identity check of a global cannot see
+    change, each guarded as an object of its own."""
+    # containers held where an identity check cannot see them change: a class's
+    # (`K.seen.append(n)`) and a default argument's (`def f(x, acc=[])`)
+    held = [
+        (f"{c.cls.__qualname__}.{k}", v)
+        for c in classes
+        for k, v in vars(c.cls).items()
+        if not k.startswith("__")
+    ]
+    held += _default_values(reached)
+    # the attributes of the functions it names (`if fn.pred:`, `helper.scale`)
+    held += [
+        (f"{v.__qualname__}.__dict__", v.__dict__)
+        for v in values
+        if type(v) is types.FunctionType and v.__dict__
+    ]
+    # a functools.partial's keywords (`baz.keywords["y"] = 10` changes its calls)
+    held += [(f"{_name(v)}.keywords", v.keywords) for v in values if type(v) is functools.partial]
+    # a captured tensor's Python attributes (`t.scale = 3`, `t.add_one = ...`)
+    held += [
+        ("a captured tensor's __dict__", v.__dict__)
+        for v in values
+        if isinstance(v, torch.Tensor) and v.__dict__
+    ]
+    # (and a class's plain objects: `Mock.class_variable = Foo()`, read `.x` through)
+    held = [
+        (n, v)
+        for n, v in held
+        if isinstance(v, (list, dict, set, collections.deque)) or is_plain_object(v)
+    ]
+    held += [(n, v) for n, v in bound if is_plain_object(v)]
+    return held
+
+
 def _name(v) -> str:
     return getattr(v.func, "__qualname__", type(v).__name__)
 
@@ -607,16 +617,9 @@ def modules_within(v, label: str, depth: int = 3) -> list:
     held directly, so each is walked and guarded alike."""
     if isinstance(v, nn.Module):
         return [(label, v)]
-    t = type(v)
     if depth == 0:
         return []
-    if t in (list, tuple) or isinstance(v, dict):
-        items = v.items() if isinstance(v, dict) else enumerate(v)
-        parts = [(f"{label}[{k!r}]", x) for k, x in list(items)[:64]]
-    elif is_plain_object(v) and hasattr(v, "__dict__"):
-        parts = [(f"{label}.{k}", x) for k, x in list(vars(v).items())[:64]]
-    else:
-        return []
+    parts = held_parts(v, label)
     return [found for where, x in parts for found in modules_within(x, where, depth - 1)]
 
 

@@ -236,6 +236,17 @@ def hidden_state(x) -> bool:
     return lazy_iterator(x) or unseen_draws(x)
 
 
+def held_parts(v, label: str) -> list:
+    """``(label, item)`` of what a list, tuple, dict or plain object ``v`` holds (64
+    at most), each labelled from ``label`` (``cfg.head``, ``layers[0]``); [] else."""
+    if type(v) in (list, tuple) or isinstance(v, dict):
+        items = v.items() if isinstance(v, dict) else enumerate(v)
+        return [(f"{label}[{k!r}]", x) for k, x in list(items)[:64]]
+    if is_plain_object(v) and hasattr(v, "__dict__"):
+        return [(f"{label}.{k}", x) for k, x in list(vars(v).items())[:64]]
+    return []
+
+
 def iterator_within(v, label: str, depth: int = 3) -> tuple[str, object] | None:
     """``(label, x)`` of an iterator or random generator (``hidden_state``) ``v`` is
     or holds, through lists, tuples, dicts and plain objects, ``depth`` levels
@@ -244,15 +255,7 @@ def iterator_within(v, label: str, depth: int = 3) -> tuple[str, object] | None:
         return label, v
     if depth == 0:
         return None
-    t = type(v)
-    if t in (list, tuple) or isinstance(v, dict):
-        items = v.items() if isinstance(v, dict) else enumerate(v)
-        parts = [(f"{label}[{k!r}]", x) for k, x in list(items)[:64]]
-    elif is_plain_object(v) and hasattr(v, "__dict__"):
-        parts = [(f"{label}.{k}", x) for k, x in list(vars(v).items())[:64]]
-    else:
-        return None
-    for where, x in parts:
+    for where, x in held_parts(v, label):
         found = iterator_within(x, where, depth - 1)
         if found is not None:
             return found
