@@ -90,3 +90,24 @@ def test_a_function_the_program_set_on_tensor_is_read_again_when_replaced():
         if "_symshape_test_op" in vars(torch.Tensor):
             del torch.Tensor._symshape_test_op
     assert dict(vars(torch.Tensor)).keys() == before.keys()
+
+
+def _helper(x):
+    return x + 1
+
+
+def _calls_helper(x):
+    return _helper(x) * 2
+
+
+def test_a_helpers_code_replaced_between_calls_is_traced_again():
+    """A hot reload (``helper.__code__ = new.__code__``): the function object stays."""
+    original = _helper.__code__
+    jf, x = symshape.jit(_calls_helper), torch.ones(2)
+    assert jf(x).tolist() == [4.0, 4.0]
+    try:
+        _helper.__code__ = (lambda x: x + 4).__code__
+        assert jf(x).tolist() == _calls_helper(x).tolist() == [10.0, 10.0]
+    finally:
+        _helper.__code__ = original
+    assert jf(x).tolist() == [4.0, 4.0]

@@ -49,7 +49,7 @@ class GlobalsGuard:
     cells' contents by identity, each object's own state guard."""
 
     __slots__ = (
-        "all_cells", "cells", "classes", "defaults", "held", "label", "loaded", "objects",
+        "all_cells", "cells", "classes", "codes", "defaults", "held", "label", "loaded", "objects",
         "pinned", "readers", "scopes", "stored", "tensor_methods",
     )  # fmt: skip
 
@@ -76,6 +76,8 @@ class GlobalsGuard:
             for f in reached
             if f.__defaults__ is not None or f.__kwdefaults__
         ]
+        # the code of every function reached: `helper.__code__ = ...` (a hot reload)
+        self.codes = [(f, f.__code__) for f in reached]
         # the closure cells of every function reached (a helper's nonlocal counter too)
         self.all_cells = _unique_cells(reached)
         # names whose value the code reads, not only writes: guarded even if written
@@ -229,6 +231,7 @@ class GlobalsGuard:
             and all(c.fast() for c in self.classes)
             and (self.tensor_methods is None or self.tensor_methods.fast())
             and all(_same_defaults(*d) for d in self.defaults)
+            and all(f.__code__ is c for f, c in self.codes)
         ):
             return True
         if self.why() is None:
@@ -276,6 +279,8 @@ class GlobalsGuard:
             c.refresh()
         for f, *_ in (d for d in self.defaults if not _same_defaults(*d)):
             return f"the default arguments of {f.__qualname__} changed"
+        for f, _ in (fc for fc in self.codes if fc[0].__code__ is not fc[1]):
+            return f"the code of {f.__qualname__} was replaced (`{f.__name__}.__code__ = ...`)"
         for g in self.objects:  # a class's or a default's container (no global holds it)
             if id(g.value) in self.held and not g(g.value):
                 return g.why(g.value)
