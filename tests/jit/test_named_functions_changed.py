@@ -111,3 +111,22 @@ def test_a_helpers_code_replaced_between_calls_is_traced_again():
     finally:
         _helper.__code__ = original
     assert jf(x).tolist() == [4.0, 4.0]
+
+
+SCALE = 1.0
+
+
+def _reads_globals_dict(x):
+    return x * globals()["SCALE"]
+
+
+def test_a_global_read_through_globals_is_guarded():
+    global SCALE
+    jf, x = symshape.jit(_reads_globals_dict), torch.ones(2)
+    assert jf(x).tolist() == [1.0, 1.0]
+    SCALE = 5.0
+    try:
+        assert jf(x).tolist() == _reads_globals_dict(x).tolist() == [5.0, 5.0]
+        assert jf(x).tolist() == [5.0, 5.0] and jf.stats.compiles == 2
+    finally:
+        SCALE = 1.0

@@ -432,6 +432,11 @@ def _held(classes: list, reached: list, values: list, bound) -> list:
     return held
 
 
+def _data(v) -> bool:
+    """A global that holds data, not code (what ``globals()[name]`` may read)."""
+    return not callable(v) and not isinstance(v, types.ModuleType)
+
+
 def _name(v) -> str:
     return getattr(v.func, "__qualname__", type(v).__name__)
 
@@ -678,6 +683,8 @@ def _scopes(fns) -> list:
         g = f.__globals__
         names = {n for n in _code_names(f.__code__) if n in g}
         names |= _code_names(f.__code__, _DELETES)  # present or not: `del flag` asks which
+        if "globals" in _code_names(f.__code__) and "globals" not in g:  # globals()["X"]
+            names |= {n for n, v in g.items() if not n.startswith("__") and _data(v)}
         scope = out.setdefault(id(g), (g, set(), set()))
         scope[1].update(names)
         scope[2].update(_code_names(f.__code__, _STORES))
