@@ -92,9 +92,11 @@ def _without_grad(cls, args: tuple, kwargs: dict):
     detaches one that needs one, and views one that does not)."""
     ctx = torch.autograd.function.FunctionCtx()
     ctx.needs_input_grad = tuple(False for _ in args)  # nothing is recorded
-    if _is_setup_context_defined(cls.setup_context):
-        out = cls.forward(*args, **kwargs)
-        cls.setup_context(ctx, args, out)
+    if _is_setup_context_defined(cls.setup_context):  # its inputs as forward binds them
+        bound = inspect.signature(cls.forward).bind(*args, **kwargs)
+        bound.apply_defaults()
+        out = cls.forward(*bound.args, **bound.kwargs)
+        cls.setup_context(ctx, bound.args, out)
     else:
         out = cls.forward(ctx, *args, **kwargs)
     inputs = {id(a) for a in args if isinstance(a, torch.Tensor)}

@@ -592,3 +592,31 @@ def test_a_function_applied_under_no_grad_is_eagers(fn):
             got, want = jf(x), fn(x2)
         assert torch.equal(got, want) and torch.equal(x, x2)
         assert got.requires_grad == want.requires_grad and got is not x
+
+
+class _ScaleBy(torch.autograd.Function):
+    @staticmethod
+    def forward(x, factor=2):
+        return x * factor
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        _, factor = inputs  # eager binds apply's arguments to forward's, defaults filled
+        ctx.factor = factor
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.factor, None
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [lambda x: _ScaleBy.apply(x, factor=3), lambda x: _ScaleBy.apply(x)],
+    ids=["kw", "default"],
+)
+def test_a_setup_context_function_under_no_grad_gets_its_bound_inputs(fn):
+    jf = symshape.jit(fn)
+    for n in (1, 3):
+        x = torch.ones(n, requires_grad=True)
+        with torch.no_grad():
+            assert torch.equal(jf(x), fn(x))
