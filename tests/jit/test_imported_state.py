@@ -4,6 +4,7 @@ are: a change made between calls is seen (dynamo's test_getattr_dict probe)."""
 
 import importlib
 import sys
+import types
 
 import pytest
 import torch
@@ -48,3 +49,26 @@ def test_a_change_to_what_the_function_imports_is_seen(cfg, fn, change):
     for n in (2, 3):
         x = torch.ones(n)
         assert torch.equal(jf(x), fn(x))
+
+
+class _ConfigModule(types.ModuleType):
+    x = 1  # a class attribute, shadowed by `mod.x = 7` later
+
+
+_CFG = _ConfigModule("sym_cfg_subclass")
+
+
+def _reads_subclass_module(t):
+    return t + _CFG.x
+
+
+def test_a_module_subclass_attribute_shadowed_later_is_seen():
+    """dynamo's test_import_user_defined_module: a ModuleType subclass whose attribute
+    lives on its class until the program sets it on the module."""
+    jf, t = symshape.jit(_reads_subclass_module), torch.zeros(1)
+    assert jf(t).item() == 1
+    _CFG.x = 7
+    try:
+        assert jf(t).item() == _reads_subclass_module(t).item() == 7
+    finally:
+        del _CFG.x

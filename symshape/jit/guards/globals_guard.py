@@ -704,7 +704,9 @@ def _scopes(fns) -> list:
         for m in {id(v): v for v in modules if _user_module(v)}.values():
             g = m.__dict__
             scope = out.setdefault(id(g), (g, set(), set()))
-            scope[1].update(n for n in attrs if n in g)
+            # (or found on a ModuleType subclass of the program's: `mod.x = 7` shadows it)
+            own = type(m) is not types.ModuleType
+            scope[1].update(n for n in attrs if n in g or (own and hasattr(type(m), n)))
             scope[2].update(_code_names(f.__code__, _ATTR_STORES))
     return list(out.values())
 
