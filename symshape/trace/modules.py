@@ -48,11 +48,13 @@ def _is_simple(v) -> bool:
     return False
 
 
-def _users_setattr(cls: type) -> bool:
-    """Is the ``__setattr__`` a module of class ``cls`` runs the program's own?"""
-    owner = next((k for k in cls.__mro__ if "__setattr__" in vars(k)), nn.Module)
+def _users_own(cls: type, method: str) -> bool:
+    """Is the ``method`` (``__setattr__``, ``__getattribute__``) a module of class
+    ``cls`` runs the program's own?"""
+    owner = next((k for k in cls.__mro__ if method in vars(k)), nn.Module)
     path = getattr(sys.modules.get(owner.__module__), "__file__", None) or ""
-    return owner is not nn.Module and is_user_file(path) and "-packages" not in path
+    ours = owner not in (nn.Module, object)
+    return ours and is_user_file(path) and "-packages" not in path
 
 
 def _watched(cls: type) -> type:
@@ -120,17 +122,17 @@ def _watched(cls: type) -> type:
                 raise setting_submodule(cls.__name__, name)  # the tree changes: not traced
         last(self, name, value)
 
-    attrs = {"__getattribute__": __getattribute__, "__module__": cls.__module__}
-    attrs.update(__qualname__=cls.__qualname__, _symshape_watched_base=cls)
-    if _users_setattr(cls):
-        # the program's own __setattr__ runs first, as in eager (it may change the value);
-        # what it passes on (super().__setattr__) is recorded by a class placed between
-        # it and nn.Module, where the method resolution order puts it
-        recorded = type("_Recorded", (nn.Module,), {"__setattr__": __setattr__})
-        bases, last = (cls, recorded), nn.Module.__setattr__
-    else:
-        attrs["__setattr__"] = __setattr__
-        bases, last = (cls,), cls.__setattr__
+    attrs = {"__module__": cls.__module__, "__qualname__": cls.__qualname__}
+    attrs["_symshape_watched_base"] = cls
+    # the program's own __setattr__ or __getattribute__ runs first, as in eager (it may
+    # change the value stored, or the name read: `my_scale` -> `scale`); what it passes
+    # on (super().__setattr__(...)) is recorded by a class placed between it and
+    # nn.Module, where the method resolution order puts it
+    mixin: dict = {}
+    for method, fn in (("__getattribute__", __getattribute__), ("__setattr__", __setattr__)):
+        (mixin if _users_own(cls, method) else attrs)[method] = fn
+    last = nn.Module.__setattr__ if "__setattr__" in mixin else cls.__setattr__
+    bases = (cls, type("_Recorded", (nn.Module,), mixin)) if mixin else (cls,)
     sub = type(cls.__name__, bases, attrs)
     _subclasses[cls] = sub
     return sub
@@ -246,7 +248,7 @@ def watch(
         try:
             for m in mods:
                 cls = type(m)
-                if "_symshape_watched_base" in cls.__dict__ or "__getattribute__" in cls.__dict__:
+                if "_symshape_watched_base" in cls.__dict__:
                     continue
                 object.__setattr__(m, "__class__", _watched(cls))
                 swapped.append((m, cls))

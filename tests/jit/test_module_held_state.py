@@ -167,3 +167,27 @@ def test_a_submodule_or_parameter_set_to_none_and_back_is_seen():
         got, want = jm(x), m(x)
         torch.testing.assert_close(got[0], want[0])
         assert got[1] == want[1]
+
+
+class _Aliased(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = 3.0
+
+    def __getattribute__(self, name):  # `my_scale` reads `scale`
+        if name == "my_scale":
+            return super().__getattribute__("scale")
+        return super().__getattribute__(name)
+
+    def forward(self, x):
+        return x * self.my_scale
+
+
+def test_a_modules_own_getattribute_is_followed_to_what_it_reads():
+    """dynamo's test_nn_module_getattribute_simple_delegation, ``scale`` changed: a
+    module with its own ``__getattribute__`` had not been watched at all."""
+    m = _Aliased()
+    jm, x = symshape.jit(m), torch.ones(2)
+    assert jm(x).tolist() == [3.0, 3.0]
+    m.scale = 5.0
+    assert jm(x).tolist() == m(x).tolist() == [5.0, 5.0]
