@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import collections.abc
 import inspect
+import itertools
 import types
 import weakref
 
@@ -313,9 +314,10 @@ def _shared(spec, first: dict):
     return out
 
 
-def reachable(roots, depth: int = 3) -> set:
+def reachable(roots, depth: int = 3, width: int = 1024) -> set:
     """The ids of the objects ``roots`` hold, ``depth`` levels down: in lists,
-    tuples, dict values and plain objects' attributes."""
+    tuples, dict values and plain objects' attributes (``width`` of each at most:
+    what lies past it is taken as the call's, made anew)."""
     seen: set = set()
     level = list(roots)
     for _ in range(depth + 1):
@@ -325,9 +327,10 @@ def reachable(roots, depth: int = 3) -> set:
                 continue
             seen.add(id(v))
             if isinstance(v, (list, tuple)):  # past a subclass's own __iter__
-                nxt.extend(list.__iter__(v) if isinstance(v, list) else tuple.__iter__(v))
+                items = list.__iter__(v) if isinstance(v, list) else tuple.__iter__(v)
+                nxt.extend(itertools.islice(items, width))
             elif isinstance(v, dict):
-                nxt.extend(dict.values(v))
+                nxt.extend(itertools.islice(dict.values(v), width))
             elif _rebuildable(v):
                 nxt.extend(y for _, y in _attributes(v))
         level = nxt
