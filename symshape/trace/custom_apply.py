@@ -17,6 +17,7 @@ same route and returns the traced outputs to eager's apply.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import threading
 from collections.abc import Callable
@@ -62,7 +63,12 @@ def _apply(apply, patches) -> Callable:
                 "runs through its own vmap rule (or refuses without one)",
                 "apply it outside torch.vmap, or set generate_vmap_rule=True on it",
             )
-        if mode is not None and not torch.is_grad_enabled() and _traced_inputs(args, kwargs):
+        if (
+            mode is not None
+            and not torch.is_grad_enabled()
+            and _traced_inputs(args, kwargs)
+            and (not kwargs or _apply_takes_keywords(apply))
+        ):
             return _without_grad(cls, args, kwargs)
         if mode is None or not torch.is_grad_enabled():
             return apply.__get__(None, cls)(*args, **kwargs)
@@ -79,6 +85,29 @@ def _apply(apply, patches) -> Callable:
             _tls.routed -= 1
 
     return route
+
+
+@functools.cache
+def _apply_takes_keywords(apply) -> bool:
+    """Does this torch's ``Function.apply`` take keyword arguments (2.13 and later;
+    2.11's passes them on to its C half, which raises TypeError)? Asked once, of
+    eager's ``apply`` on a Function of symshape's own."""
+
+    class _Probe(torch.autograd.Function):
+        @staticmethod
+        def forward(x, k=1):
+            return x * k
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            return None
+
+    try:
+        with torch.no_grad():
+            apply.__get__(None, _Probe)(torch.zeros(()), k=2)  # eager's, not the route
+    except TypeError:
+        return False
+    return True
 
 
 def _traced_inputs(args: tuple, kwargs: dict) -> bool:

@@ -619,4 +619,10 @@ def test_a_setup_context_function_under_no_grad_gets_its_bound_inputs(fn):
     for n in (1, 3):
         x = torch.ones(n, requires_grad=True)
         with torch.no_grad():
-            assert torch.equal(jf(x), fn(x))
+            try:
+                want = fn(x)
+            except TypeError:  # torch 2.11's apply takes no keywords: nor does the trace
+                with pytest.raises(TypeError):
+                    jf(x)
+                continue
+            assert torch.equal(jf(x), want)
