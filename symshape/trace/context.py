@@ -32,7 +32,7 @@ from symshape.trace.proxy import TensorProxy, contiguous_strides
 from symshape.trace.reads import SplitState
 from symshape.trace.subclasses import plain, traceable
 from symshape.trace.symnode import SymNode
-from symshape.trace.symvalues import DIVISION_BY_ZERO, to_symbool, to_symfloat, to_symint
+from symshape.trace.symvalues import DIVISION_BY_ZERO, seen, to_symbool, to_symfloat, to_symint
 
 _tls = threading.local()
 
@@ -266,33 +266,9 @@ class TraceContext(Aliasing):
             )
         if n.ctx is not self:
             if n.ctx.closed:
-                return SymNode(self, n.ctx.seen(n), n.kind)
+                return SymNode(self, seen(n), n.kind)
             raise TracingError("a symbolic size from another trace was used here")
         return n
-
-    def seen(self, n: SymNode):
-        """The value ``n`` had in this finished trace's call. A size an earlier trace
-        left where symshape cannot put back eager's value (a ``functools.lru_cache``
-        key or result) reads as the value it stood for when it was stored, which is
-        what eager's call stored there."""
-        v = n.value
-        try:
-            if n.kind != "float":
-                return self.env.hint(v)
-            if isinstance(v, F.Opaque):
-                known = self._opaque_value(v)
-                if known is None:
-                    raise DataDependentError(str(v))
-                return known
-            if isinstance(v, F.Ratio):
-                return self.env.hint(v.num) / self.env.hint(v.den)
-            return float(v)
-        except DataDependentError:
-            raise TracingError(
-                "a size an earlier trace read from data was kept (in a cache, or other "
-                "state symshape cannot see) and reached this trace, which cannot know its "
-                "value. Fix: keep `int(...)` of it, not the size itself."
-            ) from None
 
     def symint(self, e):
         return to_symint(self, e)

@@ -33,9 +33,11 @@ import operator
 
 import torch
 
+from symshape.sym import DataDependentError
 from symshape.sym import expr as E
 from symshape.trace import pytypes
 from symshape.trace import symfloat as F
+from symshape.trace.errors import TracingError
 from symshape.trace.symnode import SymNode
 
 _type = builtins.type  # the real one, also while pytypes.py replaces builtins.type
@@ -73,13 +75,38 @@ def _operand(ctx, x):
     return NotImplemented
 
 
+def seen(n: SymNode):
+    """The value ``n`` had in its finished trace's call. A size an earlier trace
+    left where symshape cannot put back eager's value (a ``functools.lru_cache``
+    key or result) reads as the value it stood for when it was stored, which is
+    what eager's call stored there."""
+    ctx, v = n.ctx, n.value
+    try:
+        if n.kind != "float":
+            return ctx.env.hint(v)
+        if isinstance(v, F.Opaque):
+            known = ctx._opaque_value(v)
+            if known is None:
+                raise DataDependentError(str(v))
+            return known
+        if isinstance(v, F.Ratio):
+            return ctx.env.hint(v.num) / ctx.env.hint(v.den)
+        return float(v)
+    except DataDependentError:
+        raise TracingError(
+            "a size an earlier trace read from data was kept (in a cache, or other "
+            "state symshape cannot see) and reached this trace, which cannot know its "
+            "value. Fix: keep `int(...)` of it, not the size itself."
+        ) from None
+
+
 def _kept(n: SymNode, other) -> SymNode:
     """``n``, or where its trace is over (it was kept in a cache), the value it
     stood for, in the trace of ``other`` when that is symbolic."""
     if not n.ctx.closed:
         return n
     ctx = other.node.ctx if isinstance(other, _SYM) else n.ctx
-    return SymNode(ctx, n.ctx.seen(n), n.kind)
+    return SymNode(ctx, seen(n), n.kind)
 
 
 def wrap(node: SymNode):

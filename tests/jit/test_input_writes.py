@@ -315,3 +315,22 @@ def test_set_on_an_input_runs_eagerly_and_fullgraph_refuses():
     assert jf.stats.eager_calls == 3
     with pytest.raises(symshape.TracingError, match=r"set_.*dispatched by PyTorch without"):
         symshape.jit(_sets_storage, fullgraph=True)(torch.zeros(2), torch.ones(3))
+
+
+def test_changing_the_state_of_a_tensor_the_function_received_runs_eagerly():
+    with pytest.raises(TracingError, match=r"x\.requires_grad_\(\) outside"):
+        symshape.jit(lambda x: x.requires_grad_() * 2, fullgraph=True)(
+            torch.randn(3, dtype=torch.float64)
+        )
+    with pytest.raises(TracingError, match=r"y = x\.detach\(\)"):
+        symshape.jit(lambda x: x.detach_() * 2, fullgraph=True)(
+            torch.randn(3, dtype=torch.float64, requires_grad=True)
+        )
+    x, jf = (
+        torch.randn(3, dtype=torch.float64),
+        symshape.jit(lambda x: x.requires_grad_() * 2),
+    )  # eager's, warned
+    with pytest.warns(symshape.TraceTimeSideEffectWarning, match="requires_grad_"):
+        assert jf(x).requires_grad and x.requires_grad and jf.stats.eager_calls == 1
+    x = torch.randn(3, dtype=torch.float64)  # no gradient, no history: detach_ changes nothing
+    assert_same(symshape.jit(lambda x: x.detach_() * 2, dynamic=True)(x), x * 2)

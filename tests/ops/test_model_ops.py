@@ -279,18 +279,6 @@ def test_requires_grad_and_detach_errors_match_eager(fn, x, error):
         symshape.jit(fn, dynamic=True)(x)
 
 
-def test_changing_the_state_of_a_tensor_the_function_received_runs_eagerly():
-    with pytest.raises(TracingError, match=r"x\.requires_grad_\(\) outside"):
-        symshape.jit(lambda x: x.requires_grad_() * 2, fullgraph=True)(r(3))
-    with pytest.raises(TracingError, match=r"y = x\.detach\(\)"):
-        symshape.jit(lambda x: x.detach_() * 2, fullgraph=True)(r(3, grad=True))
-    x, jf = r(3), symshape.jit(lambda x: x.requires_grad_() * 2)  # eager's, warned
-    with pytest.warns(symshape.TraceTimeSideEffectWarning, match="requires_grad_"):
-        assert jf(x).requires_grad and x.requires_grad and jf.stats.eager_calls == 1
-    x = r(3)  # no gradient, no history: detach_ changes nothing
-    assert_same(symshape.jit(lambda x: x.detach_() * 2, dynamic=True)(x), x * 2)
-
-
 def test_detach_in_place_cuts_the_gradient():
     def fn(x, w):
         y = x * w

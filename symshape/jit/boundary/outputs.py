@@ -20,7 +20,8 @@ import weakref
 import torch
 import torch.utils._pytree as pytree
 
-from symshape.jit.guards.state import lazy_iterator, viewed
+from symshape.jit.guards.hidden_state import lazy_iterator
+from symshape.jit.guards.state import python_class, user_class, viewed
 from symshape.trace.errors import RunsEagerly
 from symshape.trace.generator import DefaultGeneratorProxy, GeneratorProxy
 from symshape.trace.numpy_arrays import is_array, to_numpy
@@ -335,6 +336,42 @@ def reachable(roots, depth: int = 3, width: int = 1024) -> set:
                 nxt.extend(y for _, y in _attributes(v))
         level = nxt
     return seen
+
+
+def existing_test(there: set, read: list):
+    """A test of an object met in the result or in what the call stored: was it
+    there before the call (``there``: the ids of what the arguments, the modules,
+    the globals and closure variables the code read held, three levels down), or
+    held by an object the code read off a module (``read``)?"""
+    known: set | None = None
+
+    def existing(x) -> bool:
+        nonlocal known
+        if id(x) in there:
+            return True
+        if known is None:
+            known = reachable(read)
+        return id(x) in known
+
+    return existing
+
+
+def made_by_the_call(existing):
+    """A test of a plain object the function returns: did the call make it? An
+    instance of one of the user's classes, of a library's class written in Python
+    (``warnings.catch_warnings()``), an exception, or a bare ``object()``, that
+    was not there before the call (``existing``) is taken as made by it, and made
+    anew on every call as eager makes it (``return x + 1, Box()``); other objects
+    come back as themselves."""
+
+    def made(x) -> bool:
+        t = type(x)
+        ours = t is object or user_class(t) or python_class(t)
+        if not ours and not isinstance(x, BaseException):  # an exception: of any class
+            return False
+        return not existing(x)
+
+    return made
 
 
 _EMPTY = object()  # an empty cell's content

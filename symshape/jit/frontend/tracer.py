@@ -68,7 +68,6 @@ from symshape.jit.guards.state import (
     global_state_change,
     holds,
     is_plain_object,
-    python_class,
     snapshot,
     user_class,
 )
@@ -674,16 +673,7 @@ def _guard_python_state(b: Builder, fn, module, inputs: tuple):
     )
     for what, fix in gg.untraceable() if gg else ():
         cannot_trace(b.ctx, what, fix)
-    read = [(n, v) for n, v in gg.read_values() if isinstance(v, torch.Tensor)] if gg else []
-    for n, v in read:
-        if id(v) in b.proxy_of:  # `f(g)` of a `g` it also reads: `a is g` must be True
-            cannot_trace(
-                b.ctx,
-                f"the tensor passed in is also {n}, which the code reads: a trace tells "
-                "an input from a captured tensor apart",
-                "pass it once (as the argument), or read it only as the global",
-            )
-    b.captured_ids = frozenset(id(v) for _, v in read)
+    b.captured_ids = gg.captured_tensors(b.ctx, b.proxy_of) if gg else frozenset()
     if gg:  # the hooks of the modules it reaches through globals and closures run too
         known = {id(f) for f in fns}
         reached = [m for _, m in gg.modules()]
@@ -851,8 +841,8 @@ def _output(
         tracked.setdefault(id(c), functools.partial(b.const, c, "_w"))
     refs = _Refs(tracked, [])
     targets = [refs.index(path) for path, _, _, _ in stores]
-    existing = _existing(there, [c for c, _ in read])
-    made = _made_by_the_call(existing)
+    existing = outputs.existing_test(there, [c for c, _ in read])
+    made = outputs.made_by_the_call(existing)
     flat = functools.partial(outputs.flatten, cells=cells, existing=existing)
     lr, sr = flat(result, refs=refs if tracked else None, fresh=made)
     if not refs.paths:  # nothing written, no argument object returned
@@ -870,42 +860,6 @@ def _output(
     modules = frozenset(k for _, kind, k in writes if kind in ("module", "buffer", "parameter"))
     replay = Replay(spec, resolver(refs.paths, b.globals), writes, modules)
     return tuple(converted), replay, replay
-
-
-def _existing(there: set, read: list):
-    """A test of an object met in the result or in what the call stored: was it
-    there before the call (``there``: the ids of what the arguments, the modules,
-    the globals and closure variables the code read held, three levels down), or
-    held by an object the code read off a module (``read``)?"""
-    known: set | None = None
-
-    def existing(x) -> bool:
-        nonlocal known
-        if id(x) in there:
-            return True
-        if known is None:
-            known = outputs.reachable(read)
-        return id(x) in known
-
-    return existing
-
-
-def _made_by_the_call(existing):
-    """A test of a plain object the function returns: did the call make it? An
-    instance of one of the user's classes, of a library's class written in Python
-    (``warnings.catch_warnings()``), an exception, or a bare ``object()``, that
-    was not there before the call (``existing``) is taken as made by it, and made
-    anew on every call as eager makes it (``return x + 1, Box()``); other objects
-    come back as themselves."""
-
-    def made(x) -> bool:
-        t = type(x)
-        ours = t is object or user_class(t) or python_class(t)
-        if not ours and not isinstance(x, BaseException):  # an exception: of any class
-            return False
-        return not existing(x)
-
-    return made
 
 
 def _globals_read(gg) -> list:

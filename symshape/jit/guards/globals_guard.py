@@ -18,6 +18,7 @@ from torch import nn
 from torch._C._dynamo.guards import dict_version
 
 from symshape.jit.boundary.writes import held_containers, restore, shallow, small_changes
+from symshape.jit.guards.hidden_state import held_parts, iterator_input, iterator_within
 from symshape.jit.guards.module_state import HOOK_DICTS
 from symshape.jit.guards.state import (
     _MISSING,
@@ -25,14 +26,12 @@ from symshape.jit.guards.state import (
     class_dict,
     class_guards,
     diff,
-    held_parts,
     is_plain_object,
-    iterator_input,
-    iterator_within,
     snapshot,
     user_class,
 )
 from symshape.sym.source import is_user_file
+from symshape.trace.errors import cannot_trace
 
 log = logging.getLogger("symshape")
 
@@ -148,6 +147,21 @@ class GlobalsGuard:
             elif (found := iterator_within(v, n)) is not None:
                 out.append(iterator_input(*found))
         return out
+
+    def captured_tensors(self, ctx, inputs: dict) -> frozenset:
+        """The ids of the tensors it reads as globals or closure variables, none of
+        which may be a tensor passed in (``inputs``: id -> proxy): for ``f(g)`` of a
+        ``g`` it also reads, eager's ``a is g`` is True, which no trace can say."""
+        read = [(n, v) for n, v in self.read_values() if isinstance(v, torch.Tensor)]
+        for n, v in read:
+            if id(v) in inputs:
+                cannot_trace(
+                    ctx,
+                    f"the tensor passed in is also {n}, which the code reads: a trace "
+                    "tells an input from a captured tensor apart",
+                    "pass it once (as the argument), or read it only as the global",
+                )
+        return frozenset(id(v) for _, v in read)
 
     def modules(self) -> list:
         """``(name, module)`` for the nn.Modules it reads (globals, closure cells, then

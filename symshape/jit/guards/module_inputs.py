@@ -12,6 +12,7 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from symshape.jit.guards.hidden_state import iterator_within
 from symshape.jit.guards.module_state import (
     HookGuard,
     ModuleGuard,
@@ -24,7 +25,6 @@ from symshape.jit.guards.state import (
     Ident,
     ObjectGuard,
     is_plain_object,
-    iterator_within,
     snapshot,
 )
 from symshape.trace.modules import watched_class
@@ -235,7 +235,7 @@ class ModuleInputs:
         # may have been removed, or a module may have been replaced (the tree's check
         # failed), are the hook dicts compared
         self.fail(
-            f"({rh}.next_id != {h}.next_id or {h}.full or not _fast) and not {h}({mods})",
+            f"({rh}.next_id != {h}.next_id or {h}.full or not _fast) and not {h}(_fast, {mods})",
             "the module hooks are those traced",
             f"{h}.why({mods})",
             kind="state",

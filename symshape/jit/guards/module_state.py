@@ -237,8 +237,9 @@ class HookGuard:
         self.full = [(d, dict_version(d)) for _, d in self.dicts if d]
         self.next_id = RemovableHandle.next_id
 
-    def __call__(self, *mods) -> bool:
-        moved = any(r() is not m for r, m in zip(self.mods, mods))
+    def __call__(self, fast: bool, *mods) -> bool:
+        """``fast``: the tree's check passed, so ``mods`` are the modules last seen."""
+        moved = not fast and any(r() is not m for r, m in zip(self.mods, mods))
         if (
             not moved
             and RemovableHandle.next_id == self.next_id

@@ -19,13 +19,12 @@ import weakref
 import torch
 from torch import nn
 
+from symshape.jit.guards.hidden_state import hidden_state, iterator_input
 from symshape.jit.guards.state import (
     ObjectGuard,
     _instance_dict,
     _slots,
-    hidden_state,
     is_plain_object,
-    iterator_input,
     viewed,
 )
 from symshape.trace.errors import TracingError

@@ -39,13 +39,13 @@ from symshape.jit.boundary.generators import generator_input
 from symshape.jit.boundary.input_autograd import InputAutograd
 from symshape.jit.boundary.writes import CallerTensor
 from symshape.jit.frontend.policy import DYNAMIC, STATIC, DerivedDim, Dim, split_dim
+from symshape.jit.guards.hidden_state import hidden_state
 from symshape.jit.guards.layouts import dense_order, narrowed_dim, permuted_strides
 from symshape.jit.guards.module_inputs import ModuleInputs
 from symshape.jit.guards.object_inputs import ObjectInputs, UntraceableInput, iterator_refused
 from symshape.jit.guards.state import (
     ObjectGuard,
     class_guards,
-    hidden_state,
     is_plain_object,
     user_class,
     viewed,
