@@ -394,7 +394,13 @@ class Builder(ObjectInputs, ModuleInputs):
         if t in (list, collections.deque):
             self._swap(value, "item", items)
             return value
-        return t(*items) if hasattr(value, "_fields") else t(items)
+        made = t(*items) if hasattr(value, "_fields") else t(items)
+        if getattr(value, "__dict__", None) is not None:  # a NamedTuple subclass's own
+            self._user_attributes(value, made, loc, label, out)  # attributes, guarded
+        # the caller's tuple is what a returned one comes back as, and where the
+        # attributes the code sets on it (`tup.c = ...`) are replayed
+        self.tracked[id(made)] = (made, path)
+        return made
 
     def _int(self, value: int, src: str, label: str, out) -> object:
         self.leaves.append((label, value))
@@ -600,10 +606,11 @@ class Builder(ObjectInputs, ModuleInputs):
                 )
         return strides, meta_strides, exact
 
-    def _user_attributes(self, t: torch.Tensor, proxy, name: str, label: str, out) -> None:
-        """Attributes the caller set on an input tensor (``x.test = ...``): the proxy
-        has them too (``hasattr(x, "test")``, ``x.custom_attr``), and the prologue checks
-        them: none, or the same ones with the same values."""
+    def _user_attributes(self, t, proxy, name: str, label: str, out) -> None:
+        """Attributes the caller set on an input tensor (``x.test = ...``), or on a
+        tuple subclass's instance: the proxy (the tuple walked) has them too
+        (``hasattr(x, "test")``, ``x.custom_attr``), and the prologue checks them:
+        none, or the same ones with the same values."""
         attrs = t.__dict__
         if not attrs:
             self.fail(f"{name}.__dict__", f"{label} has no attributes of its own", None, into=out)
