@@ -20,6 +20,9 @@ caller's tensor, which a trace does not repeat. ``detach_()`` of one that
 does not require grad changes nothing and is allowed (whether the caller's
 tensor is a view, for which eager raises, is not checked).
 
+``x.requires_grad = flag`` is ``requires_grad_`` with the setter's own checks:
+the flag must be a bool, and a non-leaf refuses any setting.
+
 ``x.data = y`` makes ``x`` stand for ``y``'s memory (``y.data``: no history),
 keeping ``x``'s own ``requires_grad``; on a tensor the caller passed in, the
 caller's tensor takes that memory after the call, as in eager
@@ -191,3 +194,34 @@ def set_data(t: torch.Tensor, data: torch.Tensor) -> None:
 _set = OpDef("set_data", "symshape.ops.tensor_state.set_data", set_data, _set_data)
 _set.differentiable = False
 define(_set, [attribute_set("data")])
+
+
+def _set_requires_grad(ctx, op, input, flag) -> None:
+    """``input.requires_grad = flag`` (``torch.testing.make_tensor`` sets it on every
+    tensor it makes): ``requires_grad_``, with the setter's checks and messages."""
+    if type(flag) is not bool:
+        raise RuntimeError("requires_grad must be a bool")
+    m = ctx.meta(input)
+    if not ctx.is_leaf(input):  # even to the value it has
+        raise RuntimeError(
+            _NON_LEAF if not flag else "you can only change requires_grad flags of leaf variables."
+        )
+    if flag and not (m.dtype.is_floating_point or m.dtype.is_complex):
+        raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+    rg = BY_NAME["requires_grad_"]
+    rg.rule(ctx, rg, input, flag)
+
+
+def set_requires_grad(t: torch.Tensor, flag: bool) -> None:
+    """``t.requires_grad = flag``, as a callable (a trace records ``requires_grad_``)."""
+    t.requires_grad = flag
+
+
+_set_rg = OpDef(
+    "set_requires_grad",
+    "symshape.ops.tensor_state.set_requires_grad",
+    set_requires_grad,
+    _set_requires_grad,
+)
+_set_rg.differentiable = False
+define(_set_rg, [attribute_set("requires_grad")])
