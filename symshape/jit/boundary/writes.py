@@ -96,9 +96,8 @@ def restore(c, state: tuple) -> None:
         base.clear(c)
         for k, v in state[1]:
             base.__setitem__(c, k, v)
-    elif kind == "set":
-        set.clear(c)
-        set.update(c, state[1])
+    elif kind == "set":  # by identity, what differs only: CPython's table (and the
+        _resize_set(c, state[1])  # element pop() takes next) stays eager's
     elif kind == "deque":
         c.clear()
         c.extend(state[1])
@@ -141,9 +140,8 @@ def changes(c, before: tuple) -> list:
             same_key(k1, k2) and v1 is v2 for (k1, v1), (k2, v2) in zip(a, b)
         )
         out = [] if same else [("dict", None, dict(b))]
-    elif kind == "set":
-        ids = {id(x) for x in a}
-        out = [("set", None, b)] if len(a) != len(b) or any(id(x) not in ids for x in b) else []
+    elif kind == "set":  # its additions and removals (a pop()), as eager made them
+        out = _small_item_changes(c, "set", a)
     else:
         out = attr_changes(a, b)
         for (n, v0), (_, v1) in zip(before[2], now[2]):
@@ -151,6 +149,18 @@ def changes(c, before: tuple) -> list:
                 out.append(("delattr", n, None) if v1 is _MISSING else ("attr", n, v1))
         return out
     return out + (attr_changes(before[2], now[2]) if len(before) > 2 else [])
+
+
+def _resize_set(c: set, items: list) -> None:
+    """``c`` holding ``items`` again: only the items that differ by identity are
+    removed or added."""
+    want = {id(x) for x in items}
+    for x in [x for x in set.__iter__(c) if id(x) not in want]:
+        set.discard(c, x)
+    have = {id(x) for x in set.__iter__(c)}
+    for x in items:
+        if id(x) not in have:
+            set.add(c, x)
 
 
 def _rekey(c: dict, key, new) -> None:
@@ -227,9 +237,6 @@ class Replay:
                 obj[:] = v
             elif kind == "dict":  # the items the call left, past a subclass's methods
                 restore(obj, ("dict", list(v.items())))
-            elif kind == "set":
-                obj.clear()
-                obj.update(v)
             elif kind == "deque":
                 obj.clear()
                 obj.extend(v)
