@@ -5,6 +5,8 @@ keeps such a set of shapes), with and without a split at a read of data."""
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -138,3 +140,23 @@ def test_sets_of_tensors_run_eagerly_and_are_refused_under_fullgraph():
         got = [jf(a).tolist() for _ in range(3)]
     assert got == [[2.0, 2.0], [0.0, 0.0], [0.0, 0.0]]
     TENSORS_SEEN.clear()
+
+
+def _keyed_by_a_tensor(d, x):
+    return d[x] + 3
+
+
+def test_dicts_keyed_by_tensors_run_eagerly_and_are_refused_under_fullgraph():
+    """dynamo's test_dict_order_keys_tensors: a dict argument keyed by a tensor is
+    looked up by identity; the call runs eagerly, as a set of tensors does."""
+    jf = symshape.jit(_keyed_by_a_tensor, dynamic=True)
+    for i, n in enumerate((4, 4, 6)):
+        x, y, z = torch.randn(n), torch.randn(n), torch.randn(n)
+        d = {x: y, 3: z}
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            torch.testing.assert_close(jf(d, x), _keyed_by_a_tensor(d, x))
+        assert i > 0 or any("a dict keyed by Tensor" in str(w.message) for w in seen)
+    assert jf.stats.eager_calls == 3
+    with pytest.raises(symshape.TracingError, match="a dict keyed by Tensor"):
+        symshape.jit(_keyed_by_a_tensor, fullgraph=True)({x: y}, x)

@@ -275,8 +275,8 @@ class ObjectInputs:
         out.append(f"{loc} = {src}")
         keys = tuple(value)
         bad = [k for k in keys if not _plain_key(k)]
-        if bad:
-            raise TracingError(
+        if bad:  # the call runs eagerly (fullgraph=True: this error)
+            raise UntraceableInput(
                 f"{label}: a dict keyed by {type(bad[0]).__name__} cannot be traced (its "
                 "keys are compared on every call, and this one has no value to compare "
                 "by). Fix: key it by str, int, a tuple or another value, or pass the "
