@@ -35,6 +35,7 @@ from symshape.trace import (
     nested_compile,
     numpy_arrays,
     subclasses,
+    user_modes,
     vmap,
 )
 from symshape.trace.construction import check_building
@@ -273,6 +274,7 @@ def _route_python_level(patches: Patches) -> None:
     imports.install(patches)  # a module's first import runs outside the trace
     nested_compile.install(patches)
     control_flow.install(patches)  # torch.cond: the branch its predicate picks
+    user_modes.install(patches)  # the program's own modes entered: the call runs eagerly
     numpy_arrays.install(patches)
     for name in ("trace", "script", "trace_module"):
         patches.replace(torch.jit, name, _torchscript_refused(getattr(torch.jit, name), patches))

@@ -43,6 +43,7 @@ from symshape.jit.guards.state import _instance_dict, compare_by_identity, is_pl
 from symshape.jit.padding.calls import Padding, pad_dims
 from symshape.jit.splits import continuation
 from symshape.sym import DataDependentError
+from symshape.trace import user_modes
 from symshape.trace.construction import ChangesModules
 from symshape.trace.context import current as _tracing
 from symshape.trace.errors import RunsEagerly, TracingError
@@ -138,13 +139,16 @@ class JitFunction:
         if _tracing() is not None:  # called from code being traced: inline it into that trace
             return self._fn(*args, **kwargs)
         self.stats.calls += 1  # every call, those that fail included
-        if torch._C._are_functorch_transforms_active() or (
-            torch._C._len_torch_dispatch_stack() and any_torch_dispatch_mode_on_stack()
+        if (
+            torch._C._are_functorch_transforms_active()
+            or (torch._C._len_torch_dispatch_stack() and any_torch_dispatch_mode_on_stack())
+            or user_modes.callers_function_modes()
         ):
             # under torch.func.grad / vmap / jacrev: the Python, which the transform
             # differentiates or batches itself (a trace's autograd.Function cannot be);
             # inside the program's TorchDispatchMode, which sees each op (torch.compile
-            # runs these eagerly too)
+            # runs these eagerly too), or its TorchFunctionMode, which sees each call
+            # as the program makes it (trace/user_modes.py)
             self.stats.eager_calls += 1
             return self._fn(*args, **kwargs)
         if self._eager_reason is not None:
