@@ -58,6 +58,8 @@ from symshape.trace.proxy import TensorProxy, contiguous_strides
 
 # dicts handed to the function as they are, their writes replayed
 _DICTS = (dict, collections.OrderedDict, collections.defaultdict)
+# what an argument tensor's attribute holds that is walked for its writes
+_HELD = (list, set, collections.deque, *_DICTS)
 
 
 @dataclass
@@ -247,6 +249,7 @@ class Builder(ObjectInputs, ModuleInputs):
                 self.tensor_args.append((value, proxy, path))
                 if getattr(proxy, "_ss_caller", None) is None:  # the first path to it
                     proxy._ss_caller = CallerTensor(self, proxy._ss_input.item, path, proxy._ss_var)
+                    self._held_by_tensor(value, proxy, src, label, out, path)
             return proxy
         if t in (bool, int, float, str) or value is None:
             return self._scalar(value, src, label, out)
@@ -627,6 +630,16 @@ class Builder(ObjectInputs, ModuleInputs):
         )
         for k, v in attrs.items():
             object.__setattr__(proxy, k, v)
+
+    def _held_by_tensor(self, t, proxy, src: str, label: str, out: list, path: str) -> None:
+        """The containers and objects an argument tensor's attributes hold
+        (``x.log = []``; ``x.log.append(...)`` in the code): walked as an argument's,
+        so that what the code writes into them is replayed on every call."""
+        d = getattr(t, "__dict__", None)
+        for k, v in list(d.items()) if d else ():
+            if type(v) in _HELD or is_plain_object(v):
+                at = f"{src}.__dict__[{k!r}]"
+                object.__setattr__(proxy, k, self.walk(v, at, f"{label}.{k}", out, f"{path}.{k}"))
 
     def first_inputs(self, inputs: list) -> tuple | None:
         """What the prologue returns for the call traced, without running it: each
