@@ -112,3 +112,32 @@ def test_a_global_rebound_to_an_equal_list_is_watched_from_then_on():
         assert jf(x).item() == _reads_len(x).item()
     G_READ.append(9.0)
     assert jf(x).item() == _reads_len(x).item() == 3
+
+
+G_NESTED = {"items": []}
+G_HOLDER = Box()
+G_HOLDER.items = []
+
+
+def _append_nested(x):
+    G_NESTED["items"].append(x.shape[0])
+    G_HOLDER.items.append(x.shape[0])
+    return x * 2
+
+
+def test_a_container_replaced_inside_a_global_gets_the_write():
+    """The list written into is held by a global's dict or object (the probe of
+    dynamo's test_exceptions style: `G["items"].append(...)`), and the caller puts
+    an equal, empty list there between calls: eager appends to the new one."""
+    jf = symshape.jit(_append_nested, dynamic=True)
+    got, want = [], []
+    for n in (3, 3, 4, 4):
+        x = torch.randn(n)
+        for fn, seen in ((jf, got), (_append_nested, want)):
+            G_NESTED["items"], G_HOLDER.items = [], []
+            torch.testing.assert_close(fn(x), x * 2)
+            seen.append((list(G_NESTED["items"]), list(G_HOLDER.items)))
+    assert got == want == [([n], [n]) for n in (3, 3, 4, 4)]
+    jf(torch.randn(4))  # the lists kept: the writes go on into them
+    jf(torch.randn(2))
+    assert G_NESTED["items"] == G_HOLDER.items == [4, 4, 2]

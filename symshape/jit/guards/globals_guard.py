@@ -20,6 +20,7 @@ from torch._C._dynamo.guards import dict_version
 from symshape.jit.boundary.writes import held_containers, restore, shallow, small_changes
 from symshape.jit.guards.hidden_state import held_parts, iterator_input, iterator_within
 from symshape.jit.guards.module_state import HOOK_DICTS
+from symshape.jit.guards.pinned import Pinned
 from symshape.jit.guards.state import (
     _MISSING,
     ObjectGuard,
@@ -60,7 +61,7 @@ class GlobalsGuard:
         self.label = getattr(fns[0], "__qualname__", "fn") if fns else "fn"
         # one scope per globals dict: [dict, {name: snapshot}, version]
         self.scopes: list[list] = []
-        self.pinned: list = []  # (label, read it now, the object written into, ids held)
+        self.pinned: list = []  # Pinned: where the containers the call wrote into are
         self.stored: list = []  # (globals dict, names the code assigns or deletes)
         reached = _reached(list(fns) + [m for c in classes for m in _methods(c)])
         for g, names, stored in _scopes(reached):
@@ -225,17 +226,10 @@ class GlobalsGuard:
             v = read()
             ids = {id(v), *(id(h) for h in held_containers(v, depth=3))} & written
             if ids:
-                self.pinned.append((label, read, v, ids))
+                self.pinned.append(Pinned(label, read, v, ids))
 
     def _moved_away(self) -> str | None:
-        for label, read, v, ids in self.pinned:
-            now = read()
-            if now is not v or not ids <= {id(v), *(id(h) for h in held_containers(v, depth=3))}:
-                return (
-                    f"{label} holds another object than the one the traced call wrote "
-                    "into (the trace writes into that one)"
-                )
-        return None
+        return next((m for m in (p.moved() for p in self.pinned) if m is not None), None)
 
     def __call__(self) -> bool:
         if (
@@ -246,6 +240,7 @@ class GlobalsGuard:
             and (self.tensor_methods is None or self.tensor_methods.fast())
             and all(_same_defaults(*d) for d in self.defaults)
             and all(f.__code__ is c for f, c in self.codes)
+            and all(p.fast() for p in self.pinned)
         ):
             return True
         if self.why() is None:
