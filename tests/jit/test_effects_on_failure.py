@@ -212,3 +212,54 @@ def test_a_check_in_a_submodule_meets_its_callers_finally_and_except(catch):
                 out.append(type(e))
         seen.append((out, list(log)))
     assert seen[1] == seen[0]
+
+
+def _checks_rows(a):
+    if a.shape[0] != 3:
+        raise ValueError(f"expected 3 rows, got {a.shape[0]}")
+    return a + 1
+
+
+def _raises_in_no_grad(a):
+    with torch.no_grad():
+        raise KeyError("in no_grad")
+
+
+def _chain(fn, *args) -> list:
+    """The exception ``fn`` raises and its ``__context__`` chain, in words, raised
+    while the caller handles an error of its own."""
+    try:
+        raise LookupError("the caller's own")
+    except LookupError:
+        try:
+            fn(*args)
+        except Exception as e:
+            out, c = [], e
+            while c is not None:
+                out.append(f"{type(c).__name__}: {c}")
+                c = c.__context__
+            return out
+    raise AssertionError("did not raise")
+
+
+@pytest.mark.parametrize(
+    "fn, good, bad",
+    [
+        (_checks_rows, (torch.randn(3),), (torch.randn(5),)),
+        (_raises_in_no_grad, None, (torch.randn(2),)),
+        (
+            _index_after_write(_State()),
+            (torch.randn(4), torch.tensor(1)),
+            (torch.randn(4), torch.tensor(9)),
+        ),
+    ],
+)
+def test_an_error_raised_through_the_trace_has_eagers_context(fn, good, bad):
+    """dynamo's test_exceptions, with the chain compared: the call that raises runs
+    eagerly past symshape's own `except`, so the error's __context__ is what it is in
+    eager (the caller's), not the error the attempt met."""
+    jf = symshape.jit(fn, dynamic=True)
+    if good is not None:
+        jf(*good)  # a trace made: the error comes from its check, run again
+    assert _chain(jf, *bad) == _chain(fn, *bad)
+    assert _chain(jf, *bad)[-1] == "LookupError: the caller's own"

@@ -186,7 +186,11 @@ class JitFunction:
         except failures.CHECKS as err:  # eager's writes and exits on the way out
             if not e.eager_on_failure:
                 raise
-            return failures.run_again(self, err, args, kwargs)
+            again = failures.running_again(self, err)
+        else:
+            again = None
+        if again is not None:  # past the `except`: eager's exception is its own
+            return again(args, kwargs)
         if e.replay is not None:
             out = e.replay(out, self._module, args, kwargs)
             if rebase and e.rebase is not None:
@@ -233,26 +237,12 @@ class JitFunction:
             drawn = random.getstate()
             try:
                 traced = self._trace(m, args, kwargs, None if self._fullgraph else ())
-            except ChangesModules as e:  # runs eagerly, once (trace/construction.py)
-                return self._changes_modules(e.what, args, kwargs)
-            except UntraceableInput as e:
-                if self._fullgraph:
-                    raise
-                return self._untraceable(e, args, kwargs)
-            except RunsEagerly as e:  # Python's random, a Generator it does not receive
-                if self._fullgraph:
-                    raise TracingError(
-                        f"{self.__name__}: {e.why}: a trace cannot repeat it on later "
-                        f"calls (fullgraph=True). Fix: {e.fix}"
-                    ) from None
-                self._draws_eagerly = e.what
-                return self._untraceable(e.what, args, kwargs)
-            except Exception as e:
-                who = failures.raised_by_user_code(e)
-                if who is None:
-                    raise
-                random.setstate(drawn)  # the eager call draws what the attempt drew
-                return failures.raises_eagerly(self, e, who, args, kwargs)
+            except (ChangesModules, RunsEagerly, Exception) as e:
+                instead = self._instead_of_a_trace(e, drawn)
+            else:
+                instead = None
+            if instead is not None:  # eagerly, past the `except`: an exception eager
+                return instead(args, kwargs)  # raises has no attempt as its __context__
             entry = TraceEntry(traced)
             entry._stats = self.stats
             self._entries = (entry, *self._entries)
@@ -347,6 +337,29 @@ class JitFunction:
                     extra={"symshape_log": "recompiles"},
                 )
         return traced
+
+    def _instead_of_a_trace(self, e: BaseException, drawn):
+        """What runs a call whose trace failed with ``e`` (being handled), as a
+        callable of ``(args, kwargs)``; re-raises ``e`` where the failure is the answer."""
+        if isinstance(e, ChangesModules):  # runs eagerly, once (trace/construction.py)
+            return functools.partial(self._changes_modules, e.what)
+        if isinstance(e, UntraceableInput):
+            if self._fullgraph:
+                raise e
+            return functools.partial(self._untraceable, e)
+        if isinstance(e, RunsEagerly):  # Python's random, a Generator it does not receive
+            if self._fullgraph:
+                raise TracingError(
+                    f"{self.__name__}: {e.why}: a trace cannot repeat it on later "
+                    f"calls (fullgraph=True). Fix: {e.fix}"
+                ) from None
+            self._draws_eagerly = e.what
+            return functools.partial(self._untraceable, e.what)
+        who = failures.raised_by_user_code(e)
+        if who is None:
+            raise e
+        random.setstate(drawn)  # the eager call draws what the attempt drew
+        return failures.raising_eagerly(self, e, who)
 
     def _untraceable(self, e: UntraceableInput | str, args, kwargs):
         """A call with an input no trace can stand for runs eagerly, as it would

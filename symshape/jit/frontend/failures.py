@@ -14,6 +14,7 @@ run would see: no tensor argument written in place, no random numbers drawn.
 
 from __future__ import annotations
 
+import functools
 import logging
 import warnings
 
@@ -51,18 +52,22 @@ def repeatable(trace: Trace) -> bool:
     return not any(storages.is_written(v) for v in trace.inputs)
 
 
-def run_again(jf, e: BaseException, args: tuple, kwargs: dict):
-    """The call of ``jf`` whose trace failed with ``e``, run eagerly."""
+def running_again(jf, e: BaseException):
+    """What runs the call of ``jf`` whose trace failed with ``e`` again, eagerly: a
+    callable of ``(args, kwargs)``, called past the ``except`` that caught ``e``."""
+    return functools.partial(_run_again, jf, type(e).__name__)
+
+
+def _run_again(jf, what: str, args: tuple, kwargs: dict):
     jf.stats.eager_calls += 1
     log.info(
         "symshape: %s: %s when the trace ran; the call runs again eagerly, so that "
         "the writes and the `with` exits or `finally` blocks it makes on the way out "
         "are made as without symshape",
         jf.__name__,
-        type(e).__name__,
+        what,
         extra={"symshape_log": "recompiles"},
     )
-    del e  # its traceback holds the trace's frames and their tensors
     return jf._fn(*args, **kwargs)
 
 
@@ -114,24 +119,29 @@ def raise_site(e: Exception) -> str:
     return where
 
 
-def raises_eagerly(jf, e: Exception, who: str, args: tuple, kwargs: dict):
+def raising_eagerly(jf, e: Exception, who: str):
     """The user's code raised while traced (``raise ValueError`` after an in-place
     update, a counter incremented, a list appended), or a torch call it made
     raised (``who == "op"``): the attempt's effects are undone, so the call runs
-    eagerly, making them and raising as eager does."""
+    eagerly, making them and raising as eager does. Returns what runs it, a
+    callable of ``(args, kwargs)``, to be called past the ``except`` that caught
+    ``e`` (whose traceback holds the attempt's frames and their traced values), so
+    that eager's exception has no ``__context__`` of symshape's."""
+    where = raise_site(e) if who == "op" else None
+    return functools.partial(_raises_eagerly, jf, type(e).__name__, where)
+
+
+def _raises_eagerly(jf, what: str, where: str | None, args: tuple, kwargs: dict):
     jf.stats.eager_calls += 1
     log.info(
         "symshape: %s raised %s while traced; the call runs eagerly so that what it "
         "changed before raising is changed, as without symshape",
         jf.__name__,
-        type(e).__name__,
+        what,
         extra={"symshape_log": "recompiles"},
     )
-    what = type(e).__name__
-    if who == "op":
-        where = raise_site(e)
-        del e
-        out = jf._fn(*args, **kwargs)
+    out = jf._fn(*args, **kwargs)
+    if where is not None:
         warnings.warn(  # reached only when eager did not raise
             f"symshape bug: symshape's handling of a torch call ({where}) raised {what} "
             f"while tracing {jf.__name__}, where eager does not raise; this call ran "
@@ -140,8 +150,6 @@ def raises_eagerly(jf, e: Exception, who: str, args: tuple, kwargs: dict):
             stacklevel=user_stacklevel(),
         )
         return out
-    del e  # its traceback holds the attempt's frames and their traced values
-    out = jf._fn(*args, **kwargs)
     warnings.warn(  # reached only when eager did not raise
         f"{jf.__name__} raised {what} while symshape traced it, but not when run "
         "eagerly: it decides on something tracing changes (an isinstance of a symbolic "

@@ -63,13 +63,16 @@ def run(jf, entry, inputs: tuple, m, args: tuple, kwargs: dict, fresh: bool = Fa
         while True:
             path = entry.split
             seg = path.segments[j]
+            again = None
             try:
                 res = seg.run(*inputs, *[frame[n] for n in seg.frame_in])
             except failures.CHECKS as e:  # eager's writes and exits on the way out
                 if not _again_on_failure(entry, path, j):
                     raise
+                again = failures.running_again(jf, e)
+            if again is not None:  # past the `except`: eager's exception is its own
                 del frame
-                return failures.run_again(jf, e, args, kwargs)
+                return again(args, kwargs)
             if seg.read is None:
                 return _finish(entry, seg, res, m, args, kwargs, fresh)
             if seg.spec is not None:
@@ -101,8 +104,10 @@ def run(jf, entry, inputs: tuple, m, args: tuple, kwargs: dict, fresh: bool = Fa
                 start = (versions, grads or ())
                 nxt = _continue(jf, entry, j, value, m, args, kwargs, frame, made, start)
             except _Instead as r:  # the program raises down this path, or does what no
-                del frame  # trace can repeat: the call runs eagerly, as it did nothing yet
-                return r.run(jf, args, kwargs)
+                nxt = r  # trace can repeat: the call runs eagerly, as it did nothing yet
+            if type(nxt) is _Instead:  # past the `except`: eager's exception is its own
+                del frame
+                return nxt.run(jf, args, kwargs)
             if nxt is None:  # past split_limit, nothing changed yet: the call runs eagerly
                 del frame
                 jf.stats.eager_calls += 1
@@ -141,7 +146,7 @@ class _Instead(Exception):
     def run(self, jf, args: tuple, kwargs: dict):
         error, self.error = self.error, None  # its traceback holds the attempt's values
         if self.who is not None:
-            return failures.raises_eagerly(jf, error, self.who, args, kwargs)
+            return failures.raising_eagerly(jf, error, self.who)(args, kwargs)
         jf._draws_eagerly = error.what  # as a first trace that meets it: every call
         return jf._untraceable(error.what, args, kwargs)
 
