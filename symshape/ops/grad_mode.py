@@ -29,7 +29,7 @@ import torch
 
 from symshape.ir import Trace
 from symshape.ops.registry import OpDef, define
-from symshape.trace.errors import TracingError
+from symshape.trace.errors import cannot_trace
 
 _tls = threading.local()
 
@@ -151,22 +151,23 @@ define(
 SWITCHES = (SET_GRAD, ENTER_INFERENCE, EXIT_INFERENCE)
 
 
-def for_run(trace: Trace, differentiated: bool) -> Trace:
+def for_run(ctx, trace: Trace, differentiated: bool) -> Trace:
     """The computation to compile. With a backward it runs inside
     ``autograd.Function.forward``, where autograd is off: the grad switches
     are dropped (re-enabling gradients there would build a graph nobody
-    uses), and ``inference_mode(False)``, which would turn gradients on, is
-    refused."""
+    uses), and ``inference_mode(False)``, which would turn gradients on, runs
+    the call eagerly (``fullgraph=True``: refused)."""
     if not differentiated:
         return trace
     for n in trace.nodes:
         if n.op is ENTER_INFERENCE and not n.args[0]:
             where = n.where.describe() if n.where else "an unknown line"
-            raise TracingError(
+            cannot_trace(
+                ctx,
                 "torch.inference_mode(False) inside a function whose outputs need gradients "
-                f"(at {where}) is not supported while tracing: it turns gradients on in a "
-                "computation symshape differentiates itself. Fix: use torch.enable_grad(), "
-                "or call the jit-compiled function outside inference mode."
+                f"(at {where}) turns gradients on in a computation symshape differentiates "
+                "itself",
+                "use torch.enable_grad(), or call the jit-compiled function outside inference mode",
             )
     trace.nodes = [n for n in trace.nodes if n.op is not SET_GRAD]
     return trace

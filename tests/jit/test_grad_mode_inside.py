@@ -252,3 +252,26 @@ def test_grad_mode_switched_by_a_call_around_a_read_of_data():
         assert got.requires_grad is want.requires_grad is False
         assert torch.is_grad_enabled()
         assert torch.equal(got, want)
+
+
+def test_inference_mode_false_with_inputs_that_need_gradients_runs_eagerly():
+    """The probe of dynamo's test_ctx_manager style: eager returns, and so does the
+    call (eagerly, warned); fullgraph=True refuses it with the fix."""
+
+    def fn(a, b):
+        with torch.inference_mode(False):
+            return a * b
+
+    jf = symshape.jit(fn, dynamic=True)
+    for n in (3, 5):
+        a, b = torch.randn(n, requires_grad=True), torch.randn(n)
+        got, want = jf(a, b), fn(a, b)
+        assert_same(got, want)
+        assert got.requires_grad
+        got.sum().backward()
+        g = a.grad.clone()
+        a.grad = None
+        want.sum().backward()
+        torch.testing.assert_close(g, a.grad)
+    with pytest.raises(symshape.TracingError, match="inference_mode"):
+        symshape.jit(fn, fullgraph=True)(torch.randn(3, requires_grad=True), torch.randn(3))

@@ -25,7 +25,7 @@ def differentiated(ctx, trace: Trace, out_spec, name: str) -> tuple[Trace, _Grad
     switches it keeps, simplified metadata. ``(trace, grad or None, out_spec)``."""
     # trace.output: the outputs as CSE renamed them (a merged node's Var is gone)
     g = _autograd(ctx, trace, trace.output, out_spec, name)
-    trace = grad_mode.for_run(trace, g is not None)
+    trace = grad_mode.for_run(ctx, trace, g is not None)
     if g is not None:
         out_spec = g.spec
     _simplify_metas(trace, ctx.env)
