@@ -7,6 +7,7 @@ callable object reads its state like a bound method's."""
 
 from functools import partial
 
+import pytest
 import torch
 
 import symshape
@@ -109,3 +110,35 @@ def _replaced(wrap):
 
 def test_a_hook_on_a_module_that_replaced_another_runs():
     assert _replaced(symshape.jit) == _replaced(lambda m: m)
+
+
+def _one_shot(lin, pre: bool, scale_weight: bool):
+    state = {}
+
+    def hook(m, *args):
+        state["h"].remove()  # a one-shot hook: it removes itself when it fires
+        if scale_weight:
+            with torch.no_grad():
+                m.weight.mul_(2)
+        return None if pre else args[-1] * 0
+
+    register = lin.register_forward_pre_hook if pre else lin.register_forward_hook
+    state["h"] = register(hook)
+    return lambda x: lin(x) + 1
+
+
+@pytest.mark.parametrize("pre, scale_weight", [(False, False), (True, False), (True, True)])
+def test_a_hook_that_removes_itself_runs_once_as_in_eager(pre, scale_weight):
+    """The hook tests of dynamo's test_hooks, with the hook removing itself: it ran
+    while tracing, so the trace held what it did on every later call."""
+    got, want = [], []
+    for out, wrap in ((got, symshape.jit), (want, lambda f: f)):
+        torch.manual_seed(0)
+        lin = torch.nn.Linear(3, 3)
+        fn = wrap(_one_shot(lin, pre, scale_weight))
+        for n in (2, 2, 4):
+            out.append(fn(torch.ones(n, 3)))
+        out.append(lin.weight.detach().clone())
+        assert not lin._forward_hooks and not lin._forward_pre_hooks
+    for a, b in zip(got, want, strict=True):
+        torch.testing.assert_close(a, b)

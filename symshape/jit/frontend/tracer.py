@@ -422,6 +422,7 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
         except NeedRead as e:
             ran.pending = e.mark
         finally:  # no traced value stays in them, whatever happened
+            hooks = module_hooks.put_back(hooks)  # as they were, whatever happened
             if global_writes is not None:
                 stored = global_writes.take(lambda obj: b.const(obj, "_w"))
             # torch's flags it set (a bare set_grad_enabled(False)): back as the caller
@@ -432,7 +433,7 @@ def _run(ctx, b: Builder, w: _Watch, call, pargs, pkw, module, name, draws, gg, 
         torch_state.check_replayable(flags, name)
         if ctx.split is not None:
             ctx.split.none_caught(ctx, ran.pending is not None)
-        module_hooks.check_none_added(ctx, hooks)
+        module_hooks.check_unchanged(ctx, hooks)
         torch_state.read_guards(b, ctx.flags_read, before)
         if ctx.split is not None:
             ran.marks, ran.results = ctx.split.marks, ctx.split.results
