@@ -80,7 +80,14 @@ def _apply(apply, patches) -> Callable:
         _tls.routed = getattr(_tls, "routed", 0) + 1
         try:
             out = _through_trace(mode.ctx, cls, args, kwargs, apply)
-            return apply.__get__(None, cls)(*args, **kwargs) if out is NOT_NEEDED else out
+            if out is not NOT_NEEDED:
+                return out
+            if kwargs and not _apply_takes_keywords(apply):
+                return apply.__get__(None, cls)(*args, **kwargs)  # eager's TypeError
+            # no input needs a gradient: eager's apply runs forward without gradients,
+            # so what it computes from a parameter it reaches needs none either
+            with torch.no_grad():
+                return _without_grad(cls, args, kwargs)
         finally:
             _tls.routed -= 1
 

@@ -3,6 +3,8 @@ reentrant (a custom autograd.Function whose backward re-runs the function on
 its saved inputs) and not, for inputs the program computed and for leaves.
 Traced at one size, run at others."""
 
+import warnings
+
 import pytest
 import torch
 from torch.utils.checkpoint import checkpoint
@@ -55,3 +57,48 @@ def test_an_output_the_function_also_kept_carries_its_gradient():
         sum(t.sum() for t in got).backward()
         sum(t.sum() for t in want).backward()
         torch.testing.assert_close(x.grad, x2.grad)
+
+
+class _ThroughCapturedLayer(torch.autograd.Function):
+    layer: torch.nn.Module
+
+    @staticmethod
+    def forward(ctx, x):
+        return _ThroughCapturedLayer.layer(x) * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+@pytest.mark.parametrize("how", ["reentrant checkpoint", "custom Function"])
+def test_only_the_inputs_of_a_function_decide_its_outputs_gradient(how):
+    """A reentrant checkpoint (a custom Function) whose input needs no gradient
+    while the parameters it reaches do: eager's output needs none, as its forward
+    runs without gradients, and the parameters get none (the variant of dynamo's
+    checkpoint tests with only the parameters needing gradients)."""
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(3, 3)
+    _ThroughCapturedLayer.layer = lin
+
+    def fn(x):
+        if how == "custom Function":
+            return _ThroughCapturedLayer.apply(x) + 1
+        return checkpoint(lin, x, use_reentrant=True) + 1
+
+    jf = symshape.jit(fn, dynamic=True)
+    for n in (2, 2, 5):
+        x = torch.randn(n, 3)
+        with warnings.catch_warnings():  # eager's: none of the inputs needs a gradient
+            warnings.simplefilter("ignore")
+            got = jf(x)
+        want = fn(x)
+        torch.testing.assert_close(got, want)
+        assert got.requires_grad is want.requires_grad is False
+    grads = []
+    for f in (jf, fn):  # an input that needs one: its backward is the Function's
+        x = torch.ones(4, 3, requires_grad=True)
+        f(x).sum().backward()
+        grads.append((x.grad, lin.weight.grad))
+        lin.zero_grad()
+    torch.testing.assert_close(grads[0], grads[1])
