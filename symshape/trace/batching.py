@@ -136,19 +136,19 @@ class Level(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        flat = pytree.tree_leaves((args, kwargs))
-        if not any(self.mine(x) for x in flat):
-            return func(*args, **kwargs)
-        if func in _TO_PYTHON:
-            raise RuntimeError(_DATA_DEPENDENT)
         op = lookup(func)
-        name = op.name if op is not None else ""
-        if op is not None and op.random:
+        if op is not None and op.random:  # of a batched tensor or not, as in eager
             raise RuntimeError(
                 "vmap: called random operation while in randomness error mode. Please either "
                 "use the 'same' or 'different' randomness flags on vmap or perform the "
                 "randomness operation out of vmap"
             )
+        flat = pytree.tree_leaves((args, kwargs))
+        if not any(self.mine(x) for x in flat):
+            return func(*args, **kwargs)
+        if func in _TO_PYTHON:
+            raise RuntimeError(_DATA_DEPENDENT)
+        name = op.name if op is not None else ""
         out = NotImplemented
         if name.startswith("get_"):
             out = self._metadata(func, name, args, kwargs)

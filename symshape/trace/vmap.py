@@ -13,7 +13,8 @@ associative_scan``, taken while compiling) and flex attention's
 ``create_block_mask`` batch their functions this way. Given no traced tensor,
 the original ``vmap`` runs.
 
-Refused: ``randomness`` other than ``"error"`` and ``chunk_size``.
+``randomness`` other than ``"error"``, and ``chunk_size``, run the vmap call
+eagerly at a split of the trace (``fullgraph=True``: refused).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import torch.utils._pytree as pytree
 
 from symshape.sym.source import user_location
 from symshape.trace.batching import Batched, Level
+from symshape.trace.eager import NOT_SPLIT, eager_call
 from symshape.trace.errors import UnsupportedOpError
 from symshape.trace.patching import Patches
 from symshape.trace.proxy import TensorProxy
@@ -48,20 +50,26 @@ def _dims(dims, tree, what: str) -> list:
     return out
 
 
-def _batched(vmap: Callable, func: Callable, in_dims, out_dims, randomness, chunk_size, kw):
+def _batched(
+    vmap: Callable, func: Callable, in_dims, out_dims, randomness, chunk_size, kw, patches
+):
+    def eager_vmap(f, *args, **kwargs):
+        return vmap(f, in_dims, out_dims, randomness, chunk_size=chunk_size, **kw)(*args, **kwargs)
+
     @functools.wraps(func)
     def batched(*args, **kwargs):
         flat = pytree.tree_leaves((args, kwargs))
         if not any(_traced(x) for x in flat):
-            return vmap(func, in_dims, out_dims, randomness, chunk_size=chunk_size, **kw)(
-                *args, **kwargs
-            )
+            return eager_vmap(func, *args, **kwargs)
         if randomness != "error" or chunk_size is not None or kw:
-            raise UnsupportedOpError(
-                f"torch.vmap(randomness={randomness!r}, chunk_size={chunk_size!r}) of traced "
-                "tensors",
-                user_location(),
-            )
+            what = f"torch.vmap(randomness={randomness!r}, chunk_size={chunk_size!r})"
+            mode = patches.current()
+            out = NOT_SPLIT if mode is None else eager_call(
+                mode.ctx, eager_vmap, what, (func, *args), kwargs, "options symshape's vmap lacks"
+            )  # fmt: skip
+            if out is not NOT_SPLIT:
+                return out
+            raise UnsupportedOpError(f"{what} of traced tensors", user_location())
         leaves, spec = pytree.tree_flatten(args)
         dims = _dims(in_dims, args, "in_dims")
         for x, d in zip(leaves, dims):
@@ -139,7 +147,7 @@ def install(patches: Patches) -> None:
     def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None, **kw):
         if patches.current() is None:  # another thread, not tracing
             return original(func, in_dims, out_dims, randomness, chunk_size=chunk_size, **kw)
-        return _batched(original, func, in_dims, out_dims, randomness, chunk_size, kw)
+        return _batched(original, func, in_dims, out_dims, randomness, chunk_size, kw, patches)
 
     for owner in (torch, torch.func, apis):
         if getattr(owner, "vmap", None) is original:

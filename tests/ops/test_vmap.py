@@ -45,12 +45,44 @@ def test_vmap_over_an_empty_batch():
         assert got.shape == want.shape and torch.equal(got, want)
 
 
-def test_vmap_randomness_other_than_error_is_refused():
-    def fn(x):
-        return torch.vmap(lambda a: a + torch.rand(()), randomness="different")(x)
+@pytest.mark.parametrize(
+    "options",
+    [{"randomness": "different"}, {"randomness": "same"}, {"chunk_size": 2}],
+)
+def test_vmap_options_symshape_lacks_run_eagerly_at_a_split(options):
+    """The variants of dynamo's functorch vmap tests: eager's vmap runs the call,
+    on the call's values (the draws are eager's); fullgraph=True refuses it."""
+    w = torch.randn(2)
+    draws = "randomness" in options
 
-    with pytest.raises(symshape.UnsupportedOpError, match="randomness='different'"):
-        symshape.jit(fn)(torch.randn(3, 2))
+    def fn(x):
+        y = x * 2
+        noise = (lambda: torch.rand(())) if draws else (lambda: 0.0)
+        z = torch.vmap(lambda a: a * w + noise() + y.sum(), **options)(x)
+        return z + 1
+
+    jf = symshape.jit(fn, dynamic=True)
+    for n in (3, 3, 5):
+        x = torch.randn(n, 2)
+        torch.manual_seed(n)
+        got = jf(x)
+        torch.manual_seed(n)
+        torch.testing.assert_close(got, fn(x))
+    with pytest.raises(symshape.UnsupportedOpError, match=r"torch\.vmap"):
+        symshape.jit(fn, fullgraph=True)(torch.randn(3, 2))
+
+
+def test_a_random_op_in_vmaps_default_mode_raises_as_in_eager():
+    """Default randomness="error": eager raises for a draw in the body, batched
+    argument or not (the variant of dynamo's functorch tests)."""
+
+    def fn(x):
+        return torch.vmap(lambda r: r + torch.rand(3))(x)
+
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        fn(torch.zeros(4, 3))
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        symshape.jit(fn)(torch.zeros(4, 3))
 
 
 def test_vmap_outside_traces_is_torchs_own():
