@@ -2,12 +2,12 @@
 
 from symshape.autograd.backward import Backward, NoGradientRuleError, build_backward
 from symshape.autograd.function import make_function
-from symshape.autograd.saved import no_saved_tensor_mutated
+from symshape.autograd.saved import stale_saved
 
 __all__ = [
     "Backward",
     "NoGradientRuleError",
     "build_backward",
     "make_function",
-    "no_saved_tensor_mutated",
+    "stale_saved",
 ]

@@ -48,6 +48,8 @@ class Backward:
     floats: list = dataclasses.field(default_factory=list)  # forward float Vars it reads
     # per grad output: may autograd pass None for it (only added to other gradients)
     optional: list = dataclasses.field(default_factory=list)
+    # per saved tensor: the forward node whose gradient rule reads it (eager's saves it there)
+    saved_at: list = dataclasses.field(default_factory=list)
 
 
 def _requires_grad(v) -> bool:
@@ -89,7 +91,7 @@ def build_backward(fctx: TraceContext, fwd: Trace, outputs: list, inputs: list) 
         # no autocast: the forward holds its casts; a backward run under autocast gets
         # autocast's casts at run time, as eager's does
         with bctx, TracingMode(bctx, lookup), torch._C._DisableAutocast():
-            for n in reversed(fwd.nodes):
+            for rec.at, n in reversed(list(enumerate(fwd.nodes))):
                 rec.differentiate(n)
             bctx.where_override = None
             out = tuple(bctx.arg(rec.grads[id(v)]) if id(v) in rec.grads else None for v in inputs)
@@ -109,6 +111,8 @@ class _Recorder:
         bctx.constants = dict(fwd.constants)
         self.fctx, self.bctx = fctx, bctx
         self.saved: dict[int, tuple] = {}  # forward Var -> (it, its backward proxy)
+        self.at = 0  # the forward node differentiated now
+        self.saved_at: dict[int, int] = {}  # forward Var -> the first node whose rule reads it
         self.floats: dict[int, tuple] = {}  # forward float Var -> (it, backward Var, SymFloat)
         self.grads: dict[int, object] = {}
         self.grad_vars = []
@@ -120,6 +124,7 @@ class _Recorder:
         self.seeds = {id(self.grads[id(o)]) for o in outputs}
 
     def proxy_of(self, v: Var):
+        self.saved_at[id(v)] = self.at  # nodes go last to first: the first stays
         hit = self.saved.get(id(v))
         if hit is None:
             meta = v.meta.like(requires_grad=False)
@@ -217,6 +222,7 @@ class _Recorder:
             list(outputs),
             [fv for fv, _ in kept_floats],
             _optional_grads(trace, self.grad_vars),
+            [self.saved_at[id(fv)] for fv, _ in keep_saved],
         )
 
 

@@ -33,6 +33,7 @@ def make_function(
     optional: list | None = None,
     fresh: list | None = None,
     written: list | None = None,
+    stale: str | None = None,
 ):
     """An autograd.Function running ``forward``/``backward``.
 
@@ -46,7 +47,8 @@ def make_function(
     (``own_memory``). ``written``: positions of the inputs the caller's tensor of
     which takes a new value after the call (``x.copy_(v)``, ``jit/boundary/writes.py``):
     the backward keeps a copy of such an input it saves, as the write would
-    change what it saved."""
+    change what it saved. ``stale``: the error the backward raises (the forward
+    updated in place memory it saved, as eager's version counters would find)."""
     lazy = optional is not None and any(optional)
     needed = [i for i, o in zip(diff_out, optional or [False] * len(diff_out)) if not o]
 
@@ -71,6 +73,8 @@ def make_function(
         return outs
 
     def bwd(ctx, *gouts):
+        if stale is not None:
+            raise RuntimeError(stale)
         if (
             torch.is_grad_enabled()
         ):  # backward(create_graph=True) / autograd.grad(..., create_graph=True)

@@ -1,20 +1,21 @@
-"""In-place updates of memory the backward reads: refused at trace time.
+"""In-place updates of memory the backward reads: its backward raises, as eager's.
 
 Eager's autograd counts versions of every saved tensor and raises when the
 backward runs if one changed; a compiled backward would read the changed
-values and return a wrong gradient, so the tracer refuses such an update
-(``y.detach().add_(1)`` after an op saved ``y``) with the fix.
+values and return a wrong gradient. So the trace's backward raises eager's
+error, with the line and the fix, where such an update (``y.detach().add_(1)``
+after an op saved ``y``) was traced; the forward runs as eager's does.
 """
 
 from __future__ import annotations
 
 from symshape.ir import TensorMeta, Trace, iter_vars
 from symshape.ir.passes import has_effect
-from symshape.trace.errors import TracingError
 
 
-def no_saved_tensor_mutated(trace: Trace, saved: list) -> None:
-    """Refuse an in-place update, at run time, of memory the backward reads later.
+def stale_saved(trace: Trace, saved: list, saved_at: list) -> str | None:
+    """The error the backward raises, where the trace updates in place memory the
+    backward reads later (None where it does not).
 
     Eager's autograd sees it through version counters and raises when the
     backward runs; the compiled backward would read the changed values and
@@ -29,13 +30,9 @@ def no_saved_tensor_mutated(trace: Trace, saved: list) -> None:
             k = parent[k]
         return k
 
-    # the backward reads a saved value as the forward op that read it saw it; every
-    # op that saves a value reads it (an output it saves is read by whatever made an
-    # alias to change it), so a change after its first reader is what matters
-    first_read: dict[int, int] = {}
-    for i, n in enumerate(trace.nodes):
-        for v in n.inputs():
-            first_read.setdefault(id(v), i)
+    # the backward reads a saved value as the forward op whose gradient rule reads it
+    # saw it (``saved_at``, where eager's autograd saves it): a change after that op
+    for n in trace.nodes:
         outs = [v for v in n.outputs if isinstance(v.meta, TensorMeta)]
         if has_effect(n):  # an in-place op returns (views of) what it changes
             ins = list(written(n))
@@ -49,7 +46,7 @@ def no_saved_tensor_mutated(trace: Trace, saved: list) -> None:
         for v in outs + ins[1:]:
             if ins:
                 parent[find(id(v))] = find(id(ins[0]))
-    kept = [(find(id(v)), first_read.get(id(v), len(trace.nodes)), v) for v in saved]
+    kept = [(find(id(v)), at, v) for v, at in zip(saved, saved_at, strict=True)]
     for i, n in enumerate(trace.nodes):
         if not has_effect(n):
             continue
@@ -59,13 +56,14 @@ def no_saved_tensor_mutated(trace: Trace, saved: list) -> None:
             for root, at, v in kept:
                 if root == find(id(t)) and at < i:
                     where = n.where.describe() if hasattr(n.where, "describe") else n.where
-                    raise TracingError(
-                        f"`{n.op.name}` changes {t.name} in place (at {where}), and that memory "
-                        f"also holds {v.name}, which the gradient computation reads later: eager "
-                        "raises 'one of the variables needed for gradient computation has been "
-                        "modified by an inplace operation' when backward runs. Update a copy "
+                    return (
+                        "one of the variables needed for gradient computation has been "
+                        f"modified by an inplace operation: `{n.op.name}` changed {t.name} in "
+                        f"place (at {where}), and that memory also holds {v.name}, which an op "
+                        "before it saved for the gradient computation. Fix: update a copy "
                         "(y = y.clone(); y.add_(1)) or write it out of place (y = y + 1)."
                     )
+    return None
 
 
 def mutated(n):

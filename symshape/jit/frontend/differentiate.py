@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-from symshape.autograd import build_backward, make_function, no_saved_tensor_mutated
+from symshape.autograd import build_backward, make_function, stale_saved
 from symshape.autograd.saved import mutated
 from symshape.ir import TensorMeta, Trace, Var, compile_trace
 from symshape.ir.passes import Storages, has_effect
@@ -64,6 +64,7 @@ def with_backward(env, trace: Trace, run, grad: _Grad, name: str, backend=None):
         grad.backward.optional if backend is None else None,
         views_of_made(trace, grad.n_out, storages),
         grad.written,
+        grad.stale,
     )
     # an input needing grad that no output's gradient reaches (used only through
     # `e.detach()`) enters the Function detached, as eager's graph has no edge to it:
@@ -171,6 +172,7 @@ class _Grad:
     inputs: list
     written: list  # positions of the inputs written into after the call (x.copy_(v))
     lifted: list  # constants needing grad, made the last inputs (the prologue passes them)
+    stale: str | None = None  # the error the backward raises (saved memory updated)
 
 
 def _requires_grad(v) -> bool:
@@ -230,7 +232,7 @@ def _autograd(ctx, trace: Trace, output, out_spec, name: str) -> _Grad | None:
                 if _requires_grad(v):
                     _in_place_needing_grad(ctx, n, v)
     bw = build_backward(ctx, trace, [leaves[i] for i in diff_out], inputs)
-    no_saved_tensor_mutated(trace, bw.saved)
+    stale = stale_saved(trace, bw.saved, bw.saved_at)  # what its backward raises
     sym_vars = []
     for v in bw.symbols:
         fv = ctx.sym_vars[v.meta]
@@ -244,7 +246,7 @@ def _autograd(ctx, trace: Trace, output, out_spec, name: str) -> _Grad | None:
         for p, kind, _ in ctx.written
         if kind == "copy" and any(p._ss_caller.var is v for v in trace.inputs)
     ]
-    return _Grad(bw, spec, len(leaves), diff_out, inputs, written, lifted)
+    return _Grad(bw, spec, len(leaves), diff_out, inputs, written, lifted, stale)
 
 
 def _constants_needing_grad(trace: Trace) -> list:
