@@ -336,3 +336,43 @@ def test_a_list_subclass_is_read_past_its_own_iteration():
         x = Guarded()
         list.extend(x, [torch.randn(n), torch.randn(n)])
         torch.testing.assert_close(jf(x), _first_two(x))
+
+
+class _Set(set):
+    pass
+
+
+class _Frozen(frozenset):
+    pass
+
+
+class _Deque(collections.deque):
+    pass
+
+
+_HELD_SET = _Set([1, 2])
+
+
+def _sums(s, x):
+    return x * len(s) + sum(s) + sum(_HELD_SET)
+
+
+def test_the_items_of_set_frozenset_and_deque_subclasses_are_checked():
+    """dynamo's UserDefinedSetTests / UserDefinedFrozensetTests with the container
+    an argument: another object of the class, or the same one changed, is a new
+    state (its items had not been checked)."""
+    for cls in (_Set, _Frozen, _Deque):
+        jf = symshape.jit(_sums, dynamic=True)
+        for items, n in (([0, 1], 2), ([0, 1, 2, 3], 2), ([0, 1, 2, 3], 5), ([7], 3)):
+            s, x = cls(items), torch.ones(n)
+            torch.testing.assert_close(jf(s, x), _sums(s, x))
+        s = cls([1])
+        torch.testing.assert_close(jf(s, x), _sums(s, x))
+        if cls is not _Frozen:
+            s.add(4) if cls is _Set else s.append(4)  # the same object, changed
+            torch.testing.assert_close(jf(s, x), _sums(s, x))
+    jf = symshape.jit(_sums, dynamic=True)
+    s, x = _Set([1]), torch.ones(2)
+    torch.testing.assert_close(jf(s, x), _sums(s, x))
+    _HELD_SET.add(10)  # a global one, changed
+    torch.testing.assert_close(jf(s, x), _sums(s, x))

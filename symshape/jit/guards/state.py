@@ -159,7 +159,7 @@ class Obj:
     type: type
     attrs: dict
     classes: tuple = ()  # ClassGuard of each class in its MRO that user code defined
-    items: Seq | None = None  # a list or tuple subclass's items (as a plain list/tuple)
+    items: object = None  # a container subclass's items, snapshot as its base type's
 
 
 def same_key(a, b) -> bool:
@@ -279,9 +279,23 @@ def snapshot(v, budget: _Budget | None = None, holes=frozenset()):
         if isinstance(v, (list, tuple)):  # a subclass: its items as well as its attributes
             kind = list if isinstance(v, list) else tuple
             items = Seq(kind, [_child(v, i, x, b) for i, x in enumerate(kind.__iter__(v))])
+        elif isinstance(v, _ITEM_BASES):  # a set, frozenset or deque subclass's items
+            items = snapshot(as_base(v), b)
         b.seen.discard(id(v))
         return Obj(t, attrs, class_guards(t), items)
     return Ident(v)
+
+
+_ITEM_BASES = (list, tuple, collections.deque, set, frozenset)
+
+
+def as_base(v):
+    """A container subclass's items as its base type holds them (past its own
+    ``__iter__``), or None for another object."""
+    for base in _ITEM_BASES:
+        if isinstance(v, base):
+            return base(base.__iter__(v))
+    return None
 
 
 def _child(parent, key, x, b: _Budget):
@@ -338,7 +352,7 @@ def diff(s, v, label: str) -> str | None:
         if r is not None:
             return r
     if s.items is not None:
-        return diff(s.items, s.items.type(s.items.type.__iter__(v)), label)  # past its own
+        return diff(s.items, as_base(v), label)  # past its own __iter__
     return None
 
 
@@ -475,7 +489,7 @@ def refresh(s, v) -> None:
         for c in s.classes:
             c.refresh()
         if s.items is not None:
-            refresh(s.items, s.items.type(s.items.type.__iter__(v)))
+            refresh(s.items, as_base(v))
         for k, a in s.attrs.items():
             if d is not None and k in d:
                 refresh(a, d[k])
