@@ -253,3 +253,33 @@ def test_a_helper_behind_lru_cache_is_walked_for_its_globals():
     (eo, ec), (jo, jc) = runs
     assert ec == jc == [4, 3, 5]
     assert all(torch.equal(a, b) for a, b in zip(eo, jo))
+
+
+class _Slotted:
+    __slots__ = ("d",)
+
+    def __init__(self):
+        self.d = {"c": 1, "a": 1}
+
+
+_SLOTTED = _Slotted()
+
+
+def _writes_into_a_slot(x):
+    _SLOTTED.d["n"] = 1
+    return x * len(_SLOTTED.d), list(_SLOTTED.d)
+
+
+def test_a_container_held_in_a_slot_is_written_and_checked():
+    """dynamo's OrderedSetTests with a global OrderedSet (its items live in a
+    __slots__ dict): the call's write is replayed, and a change the caller makes
+    between calls is seen."""
+    jf = symshape.jit(_writes_into_a_slot, dynamic=True)
+    mine, theirs = [], []
+    for fn, out in ((jf, mine), (_writes_into_a_slot, theirs)):
+        _SLOTTED.d = {"c": 1, "a": 1}
+        for k in ("0", "1"):
+            y, keys = fn(torch.ones(2))
+            out.append((y.tolist(), keys))
+            _SLOTTED.d[k] = 1
+    assert mine == theirs

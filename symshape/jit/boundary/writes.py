@@ -372,6 +372,7 @@ def held_containers(value, depth: int = 2) -> list:
         return []
     if is_plain_object(value):
         items = list(vars(value).values()) if hasattr(value, "__dict__") else []
+        items += [getattr(value, n, None) for n in _slots(type(value))]  # and its slots'
     elif isinstance(value, dict):
         items = list(value.values())
     elif isinstance(value, (list, collections.deque)):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import collections
 
-from symshape.jit.guards.state import is_plain_object
+from symshape.jit.guards.state import _slots, is_plain_object
 
 _MISSING = object()
 _CONTAINERS = (list, dict, set, collections.deque)
@@ -52,6 +52,7 @@ def _children(value) -> list:
     if is_plain_object(value):
         d = getattr(value, "__dict__", None)
         items = [(("attr", k), v) for k, v in d.items()] if d is not None else []
+        items += [(("slot", n), getattr(value, n, None)) for n in _slots(type(value))]
     elif isinstance(value, dict):
         items = [(("item", k), v) for k, v in dict.items(value)]
     elif isinstance(value, (list, collections.deque)):
@@ -86,6 +87,8 @@ def _follow(value, steps: tuple):
         if kind == "attr":
             d = getattr(value, "__dict__", None)
             value = d.get(k, _MISSING) if d is not None else _MISSING
+        elif kind == "slot":
+            value = getattr(value, k, _MISSING)
         elif kind == "item":
             value = dict.get(value, k, _MISSING) if isinstance(value, dict) else _MISSING
         else:
