@@ -26,7 +26,7 @@ from symshape.sym.source import handled, user_frame, user_location
 from symshape.trace import pytypes, reads
 from symshape.trace import symfloat as F
 from symshape.trace.aliasing import Aliasing
-from symshape.trace.errors import RunsEagerly, TracingError
+from symshape.trace.errors import RunsEagerly, TracingError, cannot_trace
 from symshape.trace.generator import GeneratorProxy
 from symshape.trace.proxy import TensorProxy, contiguous_strides
 from symshape.trace.reads import SplitState
@@ -193,6 +193,7 @@ class TraceContext(Aliasing):
         (read at every call, never copied)."""
         p = self._const_ids.get(id(t))
         if p is None:
+            _refuse_unliftable(self, t)
             name = self.fresh("c")
             # a tensor subclass's handler runs while tracing, not on the trace's ops
             real = plain(t) if type(t) is not torch.Tensor and traceable(type(t)) else t
@@ -829,3 +830,22 @@ _PY_CMP = {
 
 
 __all__ = ["TraceContext", "contiguous_strides", "current"]
+
+
+def _refuse_unliftable(ctx, t: torch.Tensor) -> None:
+    """A tensor the code closed over or read from an object that no traced tensor
+    can stand for (a ``__torch_dispatch__`` subclass such as a nested or wrapper
+    tensor, a sparse one): the call runs eagerly, as with such an argument."""
+    cls = type(t)
+    plain_kind = cls is torch.Tensor or isinstance(t, torch.nn.Parameter) or traceable(cls)
+    if plain_kind and t.layout is torch.strided:
+        return
+    what = f"a {cls.__name__}" if not plain_kind else f"a {t.layout} tensor"
+    where = user_location()
+    cannot_trace(
+        ctx,
+        f"the traced code uses {what} it closed over or read from an object"
+        + (f" (at {where.describe()})" if where else "")
+        + ", which symshape's traced tensors cannot stand for",
+        "run this function without symshape.jit, or keep such tensors out of it",
+    )

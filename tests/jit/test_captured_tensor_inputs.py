@@ -5,6 +5,7 @@ call runs eagerly, and a trace made when they were apart never serves it."""
 
 import warnings
 
+import pytest
 import torch
 
 import symshape
@@ -63,3 +64,43 @@ def test_a_captured_tensors_python_attributes_are_guarded():
     c.scale = 3
     assert jf(torch.ones(1)).item() == fn(torch.ones(1)).item() == 7
     assert jg(torch.ones(2)).tolist() == g(torch.ones(2)).tolist() == [3.0, 3.0]
+
+
+def test_a_dispatch_subclass_or_sparse_tensor_the_code_reaches_runs_the_call_eagerly():
+    """dynamo's TwoTensor and nested-tensor tests, with the tensor closed over, held
+    by a global or by an argument's attribute: a traced tensor cannot stand for it
+    (an op on it had given a plain tensor, and isinstance took the other branch)."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    two = TwoTensor(torch.ones(3), torch.full((3,), 2.0))
+    sparse = torch.eye(3).to_sparse()
+
+    def branches(x):
+        y = x * two
+        return y.a + y.b if isinstance(y, TwoTensor) else y * 100
+
+    def nested(x):
+        nt = torch.nested.nested_tensor_from_jagged(x, torch.tensor([0, 1, x.shape[0]]))
+        return nt.values() * 2
+
+    def through_sparse(x):
+        return torch.sparse.mm(sparse, x)
+
+    def held_by_argument(x):
+        return (x + x.extra).a * 2
+
+    for fn in (branches, nested, through_sparse, held_by_argument):
+        jf = symshape.jit(fn, dynamic=True)
+        for n in (3, 3):
+            x = torch.ones(n, 3) if fn is not branches and fn is not held_by_argument else None
+            if x is None:
+                x = torch.ones(3)
+                x.extra = TwoTensor(torch.ones(3), torch.ones(3))
+            want = fn(x)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the call runs eagerly, warned once
+                got = jf(x)
+            assert type(got) is type(want)
+            torch.testing.assert_close(got, want)
+    with pytest.raises(symshape.TracingError, match="TwoTensor"):
+        symshape.jit(branches, fullgraph=True)(torch.ones(3))
