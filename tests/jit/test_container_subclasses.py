@@ -376,3 +376,35 @@ def test_the_items_of_set_frozenset_and_deque_subclasses_are_checked():
     torch.testing.assert_close(jf(s, x), _sums(s, x))
     _HELD_SET.add(10)  # a global one, changed
     torch.testing.assert_close(jf(s, x), _sums(s, x))
+
+
+class _Tagged(list):
+    pass
+
+
+class _TaggedSet(set):
+    pass
+
+
+def _appends_a_size(lst, x):
+    if isinstance(lst, set):
+        lst.add(x.shape[0])
+    else:
+        lst.append(x.shape[0])
+    return x + len(lst)
+
+
+def test_a_container_subclass_with_attributes_keeps_eagers_ints():
+    """dynamo's CustomNewListTests with the list an argument that has an attribute:
+    the call that traces with a symbolic size had left its SymInts in the
+    caller's list (its items were not put back, only its attributes)."""
+    for cls in (_Tagged, _TaggedSet):
+        jf = symshape.jit(_appends_a_size, dynamic=True)
+        mine, theirs = cls([3]), cls([3])
+        mine.tag = theirs.tag = 0
+        for n in (2, 2, 4, 5):
+            torch.testing.assert_close(
+                jf(mine, torch.ones(n)), _appends_a_size(theirs, torch.ones(n))
+            )
+            assert list(mine) == list(theirs) and all(type(v) is int for v in mine)
+            assert mine.tag == theirs.tag

@@ -53,8 +53,8 @@ def shallow(c, kind: str | None = None) -> tuple:
     if kind is None:
         if t is collections.deque:
             kind = "deque"
-        elif isinstance(c, dict) or (isinstance(c, (list, set)) and not d):
-            # (a dict subclass's attributes are kept beside its items: a ModelOutput's)
+        elif isinstance(c, (dict, list, set)):
+            # (a subclass's attributes are kept beside its items: a ModelOutput's)
             kind = "list" if isinstance(c, list) else "dict" if isinstance(c, dict) else "set"
         else:
             kind = "obj"
