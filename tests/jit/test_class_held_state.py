@@ -59,3 +59,46 @@ def test_a_module_a_class_holds_is_walked_like_a_global_one():
         torch.testing.assert_close(jf(x), _via_module(x))
     finally:
         _Holder.lin = torch.nn.Linear(2, 2)
+
+
+_CHECKS: list = []
+_ANSWER = {"inst": True}
+
+
+class _Meta(type):
+    def __subclasscheck__(cls, sub):
+        _CHECKS.append(("sub", sub.__name__))
+        return True
+
+    def __instancecheck__(cls, obj):
+        _CHECKS.append(("inst", type(obj).__name__))
+        return _ANSWER["inst"]
+
+
+class _WithMeta(metaclass=_Meta):
+    pass
+
+
+def _asks_the_metaclass(x):
+    return (x * 2 if isinstance(x, _WithMeta) else x - 1), issubclass(int, _WithMeta)
+
+
+def test_a_metaclass_check_runs_on_every_call_and_is_checked():
+    """dynamo's test_custom_metaclass_subclasscheck called more than once: the
+    metaclass's __instancecheck__ / __subclasscheck__ run for isinstance and
+    issubclass; their writes are made on every call, and what they read is
+    checked (they had run on the tracing call only)."""
+    got, want = [], []
+    for fn, out in (
+        (symshape.jit(_asks_the_metaclass, dynamic=True), got),
+        (_asks_the_metaclass, want),
+    ):
+        _CHECKS.clear()
+        _ANSWER["inst"] = True
+        for n in (2, 2, 3):
+            y, sub = fn(torch.ones(n))
+            out.append((y.tolist(), sub, list(_CHECKS)))
+        _ANSWER["inst"] = False
+        y, sub = fn(torch.ones(2))
+        out.append((y.tolist(), sub, list(_CHECKS)))
+    assert got == want

@@ -514,8 +514,9 @@ def _reached(fns, limit: int = 4096) -> list:
         attrs = _code_names(f.__code__, _ATTR_LOADS)
         for m in [v for v in found if _user_module(v)]:  # `helpers.scale(x)`
             found += [m.__dict__[n] for n in attrs if n in m.__dict__]
-        for v in list(found):  # a user class's methods, an instance's class's
-            found += _methods(v if isinstance(v, type) else type(v))
+        for v in list(found):  # a user class's methods, an instance's class's, and
+            found += _methods(v if isinstance(v, type) else type(v))  # a class's metaclass's
+            found += _methods(type(v)) if isinstance(v, type) else ()  # (isinstance runs it)
         # a helper behind functools.wraps or lru_cache: the function it wraps, and
         # what the wrapper closes over (a @contextmanager used as a decorator: its
         # generator function, the context manager's `func`)
