@@ -318,3 +318,24 @@ def test_a_registered_pytree_object_is_the_object_passed():
         p, q = _Node(torch.ones(n)), _Node(torch.ones(n))
         assert torch.equal(jf(p), _bump(q))
         assert torch.equal(p.x, q.x)
+
+
+class _Plain:
+    pass
+
+
+def _non_str_key(f, x):
+    f.__dict__[1] = 5  # a key no attribute name can be
+    f.a = "a"
+    return x + f.__dict__[1]
+
+
+def test_an_argument_object_with_a_non_str_key_in_its_dict():
+    """dynamo's test_dunder_dict_non_str_key_setitem, the object an argument: the
+    second call had crashed walking its attributes."""
+    for fullgraph in (False, True):
+        jf = symshape.jit(_non_str_key, dynamic=True, fullgraph=fullgraph)
+        mine, theirs = _Plain(), _Plain()
+        for n in (2, 2, 3):
+            torch.testing.assert_close(jf(mine, torch.ones(n)), _non_str_key(theirs, torch.ones(n)))
+            assert vars(mine) == vars(theirs)

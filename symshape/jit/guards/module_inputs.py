@@ -73,7 +73,7 @@ class ModuleInputs:
         for name, t in list(mod.__dict__.items()):
             # a tensor in a plain attribute (`self.last = h.detach()` by an earlier call)
             # is an input like a buffer, read on every call; its sizes follow the policy
-            if type(t) is torch.Tensor and name.isidentifier():
+            if type(t) is torch.Tensor and isinstance(name, str) and name.isidentifier():
                 proxy = self.walk(t, f"{loc}.__dict__[{name!r}]", join_label(label, name), mlines)
                 self.attr_proxies[(id(mod), name)] = proxy
             elif (found := iterator_within(t, join_label(label or "self", name))) is not None:

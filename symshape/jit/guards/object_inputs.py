@@ -221,7 +221,7 @@ class ObjectInputs:
         if d is None or depth > 2:
             return
         for name, v in list(d.items()):
-            if not name.isidentifier():
+            if not (isinstance(name, str) and name.isidentifier()):
                 continue
             if isinstance(v, nn.Module) and id(v) not in self.module_locals:
                 self.roots.append(v)
