@@ -7,6 +7,7 @@ Parameters, gradients and optimizer state equal eager's after every step, at
 the traced batch size and others."""
 
 import copy
+import warnings
 
 import pytest
 import torch
@@ -122,3 +123,34 @@ def test_a_closures_scheduler_stepped_inside_follows_eager():
     assert [e for _, e in got] == [e for _, e in want]
     torch.testing.assert_close([lr for lr, _ in got], [lr for lr, _ in want])
     torch.testing.assert_close(got_params, want_params, atol=1e-5, rtol=1e-5)
+
+
+def test_a_closed_over_models_zero_grad_then_backward():
+    """A train step with the model's own zero_grad() (the port of dynamo's
+    test_dict_order_canonical_aot tests as a step), the model closed over: the
+    continuation after the backward is traced with the gradients as the call
+    began (it had seen those the backward set, and was refused as traced
+    differently)."""
+
+    def make():
+        torch.manual_seed(0)
+        lin = torch.nn.Linear(3, 2)
+
+        def step(a):
+            lin.zero_grad()
+            loss = lin(a).sum()
+            loss.backward()
+            with torch.no_grad():
+                lin.weight -= 0.1 * lin.weight.grad
+            return loss, lin.weight.grad.clone()
+
+        return step, lin
+
+    (jf, jlin), (ef, elin) = make(), make()
+    jf = symshape.jit(jf)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the backward runs eagerly, at a split
+        for n in (4, 4, 2, 4):
+            a = torch.randn(n, 3)
+            torch.testing.assert_close(jf(a), ef(a))
+            torch.testing.assert_close(jlin.weight, elin.weight)

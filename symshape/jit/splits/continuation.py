@@ -30,6 +30,7 @@ from torch import nn
 
 from symshape.jit.boundary.outputs import unflatten
 from symshape.jit.frontend import failures
+from symshape.jit.guards.globals_guard import modules_read
 from symshape.jit.guards.state import is_plain_object
 from symshape.trace.aliasing import updated_before
 from symshape.trace.errors import RunsEagerly, TracingError, unsupported_form
@@ -82,7 +83,7 @@ def run(jf, entry, inputs: tuple, m, args: tuple, kwargs: dict, fresh: bool = Fa
             torch._C._set_grad_enabled(grad0)
             r = seg.read
             if r.eager is True and grads is None:
-                grads = _grads(m, args, kwargs)
+                grads = _grads((m, *args, *kwargs.values(), *modules_read(jf._fn)))
             value = r.convert(*[_fetch(s, inputs, frame) for s in r.sources])
             made: list = []  # the tensors an op run eagerly returned (trace/eager.py)
             if r.eager:  # its sizes that equal the inputs' dynamic sizes are theirs
@@ -151,9 +152,10 @@ class _Instead(Exception):
         return jf._untraceable(error.what, args, kwargs)
 
 
-def _grads(m, args, kwargs) -> list:
+def _grads(roots: tuple) -> list:
     """``(tensor, its .grad)`` of the leaves that need gradients among the call's
-    arguments, their modules' parameters and what plain objects hold (an optimizer's
+    arguments (and the modules the function reads through globals and closures),
+    their modules' parameters and what plain objects hold (an optimizer's
     ``param_groups``), a few levels down: a backward run eagerly at a split sets them."""
     out: list = []
     seen: set = set()
@@ -175,7 +177,7 @@ def _grads(m, args, kwargs) -> list:
             for x in list(getattr(v, "__dict__", {}).values()):
                 walk(x, depth + 1)
 
-    for v in (m, *args, *kwargs.values()):
+    for v in roots:
         walk(v, 0)
     walk = None  # a recursive closure is a cycle that would hold ``out``
     return out
