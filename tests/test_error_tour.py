@@ -108,7 +108,8 @@ def second_order_gradient():
         y = (x**3).sum()
         return torch.autograd.grad(y, x, create_graph=True)[0]  # <- here
 
-    J(grad_of, dynamic=True)(torch.randn(3, requires_grad=True))
+    # without fullgraph the call runs eagerly, as eager's second-order graph needs
+    J(grad_of, dynamic=True, fullgraph=True)(torch.randn(3, requires_grad=True))
 
 
 @case(eager_message=True)

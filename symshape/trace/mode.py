@@ -183,7 +183,15 @@ class TracingMode(TorchFunctionMode):
         (eager.py), or ``error`` where the trace does not split."""
         kwargs = kwargs or {}
         if _creates_graph(func, args, kwargs):  # its backward would differentiate a trace's
-            raise error
+            if not self.ctx.falls_back:  # (a trace's backward is not differentiable): the
+                raise error  # whole call runs eagerly, as eager's second-order graph needs
+            where = user_location()
+            raise RunsEagerly(
+                f"`{op_name(func)}(..., create_graph=True)`"
+                + (f" (at {where.describe()})" if where else "")
+                + " differentiates what the traced code computed, twice",
+                "compute higher-order gradients outside the jit-compiled function",
+            )
         if self.ctx.falls_back and _makes_another_layout(op_name(func)):
             where = user_location()
             raise RunsEagerly(

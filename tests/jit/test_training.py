@@ -2,6 +2,7 @@
 every sequence length; losses and parameters match eager training."""
 
 import copy
+import warnings
 
 import pytest
 import torch
@@ -297,3 +298,28 @@ def test_a_saved_output_updated_through_a_view_raises_in_backward():
     out = symshape.jit(_saved_output_updated_through_a_view)(torch.rand(3, requires_grad=True))
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         out.sum().backward()
+
+
+def _gradient_penalty(x):
+    y = x.sin().exp().sum()
+    (gx,) = torch.autograd.grad(y, x, create_graph=True)
+    return (gx**2).sum()
+
+
+def test_a_second_order_gradient_inside_runs_the_call_eagerly():
+    """dynamo's test_double_backward_with_compile: autograd.grad(create_graph=True)
+    inside the function; eager's result and its gradient (fullgraph refuses)."""
+    jf = symshape.jit(_gradient_penalty, dynamic=True)
+    for n in (3, 3, 5):
+        xs = [torch.randn(n, requires_grad=True) for _ in range(2)]
+        xs[1] = xs[0].detach().clone().requires_grad_()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = jf(xs[0])
+        want = _gradient_penalty(xs[1])
+        torch.testing.assert_close(got, want)
+        got.backward()
+        want.backward()
+        torch.testing.assert_close(xs[0].grad, xs[1].grad)
+    with pytest.raises(symshape.UnsupportedOpError, match=r"autograd\.grad"):
+        symshape.jit(_gradient_penalty, fullgraph=True)(torch.randn(3, requires_grad=True))
