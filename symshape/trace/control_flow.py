@@ -1,6 +1,6 @@
-"""``torch.cond`` and ``map`` (``torch._higher_order_ops.map``) called by traced
-code: the branch the predicate picks, and ``f`` on each slice, traced as the
-program's own code.
+"""``torch.cond``, ``map`` (``torch._higher_order_ops.map``) and ``torch.while_loop``
+called by traced code: the branch the predicate picks, ``f`` on each slice, and
+the body while the condition holds, traced as the program's own code.
 
 Eager ``torch.cond`` with a tensor predicate compiles its call with TorchDynamo,
 which flattens the operands and traces both branches into one higher-order op.
@@ -50,6 +50,37 @@ def install(patches: Patches) -> None:
     impl = getattr(module, "map_impl", None)
     if impl is not None:
         patches.replace(module, "map_impl", _routed_impl(impl, patches))
+    homes = ("torch", "torch._higher_order_ops", "torch._higher_order_ops.while_loop")
+    original = getattr(sys.modules.get(homes[2]), "while_loop", None)
+    if original is not None:
+        _replace(patches, homes, "while_loop", original, _routed_while(original, patches))
+
+
+def _routed_while(original, patches: Patches):
+    """``while_loop(cond_fn, body_fn, carried)``: ``body_fn`` while ``cond_fn``
+    holds, as eager's op computes it (a loop the trace unrolls: a tensor condition
+    is a read of data, where the trace splits). Its outputs are new tensors."""
+
+    @functools.wraps(original)
+    def while_loop(cond_fn, body_fn, carried_inputs):
+        if patches.current() is None:
+            return original(cond_fn, body_fn, carried_inputs)
+        if not callable(cond_fn) or not callable(body_fn):
+            raise RuntimeError("Expect cond_fn and body_fn to be callable.")
+        if not isinstance(carried_inputs, (tuple, list)) or not pytree.tree_all(
+            lambda t: isinstance(t, (torch.Tensor, torch.SymInt, int)), carried_inputs
+        ):
+            raise RuntimeError(
+                "Expect carried_inputs to be a tuple of possibly nested dict/list/tuple that only"
+                f"consists of tensor or int leaves, but got {carried_inputs}."
+            )
+        carried = tuple(carried_inputs)
+        while bool(cond_fn(*carried)):
+            out = body_fn(*carried)
+            carried = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+        return pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, carried)
+
+    return while_loop
 
 
 def _replace(patches: Patches, homes: tuple, name: str, original, routed) -> None:

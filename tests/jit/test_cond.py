@@ -138,3 +138,29 @@ def test_cond_and_map_bound_before_the_trace_keep_a_modules_gradients():
 
 def _leaves(out):
     return [t.detach() for t in torch.utils._pytree.tree_leaves(out)]
+
+
+def _loops_to(n, x):
+    return torch.while_loop(lambda i, y: i < n, lambda i, y: (i + 1, y + x), (torch.tensor(0), x))
+
+
+def _loops_with_a_captured_step(n, x):
+    return torch.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y + n), (torch.tensor(0), x))
+
+
+def test_while_loop_whose_functions_close_over_arguments():
+    """The closure tests of dynamo's cond/map tests applied to torch.while_loop:
+    cond_fn and body_fn close over the call's tensors (a TracingError before); the
+    loop runs as eager's, its condition a read of data where the trace splits."""
+    for fn, make in (
+        (_loops_to, lambda k, m: (torch.tensor(k), torch.ones(m))),
+        (_loops_with_a_captured_step, lambda k, m: (torch.full((m,), float(k)), torch.zeros(m))),
+    ):
+        jf = symshape.jit(fn, dynamic=True)
+        for k, m in ((3, 2), (3, 2), (5, 4), (0, 3)):
+            args = make(k, m)
+            got, want = jf(*args), fn(*args)
+            assert type(got) is type(want) and len(got) == len(want)
+            for a, b in zip(got, want):
+                torch.testing.assert_close(a, b)
+            assert all(a is not b for a in got for b in args)
