@@ -104,3 +104,23 @@ def test_a_dispatch_subclass_or_sparse_tensor_the_code_reaches_runs_the_call_eag
             torch.testing.assert_close(got, want)
     with pytest.raises(symshape.TracingError, match="TwoTensor"):
         symshape.jit(branches, fullgraph=True)(torch.ones(3))
+
+
+def test_a_gradient_that_is_a_subclass_runs_the_call_eagerly():
+    """An input whose .grad is a TwoTensor (dynamo's TwoTensor grad tests, the grad
+    read inside): the call runs eagerly (fullgraph=True: refused), not a crash."""
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    def fn(x):
+        return x.grad * 2 + 1
+
+    x = torch.ones(3, requires_grad=True)
+    x.grad = TwoTensor(torch.ones(3), torch.full((3,), 5.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = symshape.jit(fn)(x)
+    want = fn(x)
+    assert type(got) is type(want) is TwoTensor
+    torch.testing.assert_close((got.a, got.b), (want.a, want.b))
+    with pytest.raises(symshape.TracingError, match="TwoTensor"):
+        symshape.jit(fn, fullgraph=True)(x)

@@ -157,11 +157,15 @@ def test_grad_fn_and_is_leaf_of_tensors_made_in_the_trace():
         assert_same(jf(x, w), fn(x, w))
 
 
-def test_a_sparse_gradient_is_refused_with_the_fix():
+def test_a_sparse_gradient_runs_the_call_eagerly_and_fullgraph_refuses_it():
     p = torch.randn(4, 3, requires_grad=True)
     p.grad = torch.randn(4, 3).to_sparse()
+    with pytest.warns(UserWarning, match=r"p\.grad .*dense"):
+        got = symshape.jit(lambda p: p.grad * 2)(p)
+    assert got.layout is torch.sparse_coo
+    torch.testing.assert_close(got.to_dense(), p.grad.to_dense() * 2)
     with pytest.raises(symshape.TracingError, match=r"p\.grad .*dense"):
-        symshape.jit(lambda p: p.grad * 2)(p)
+        symshape.jit(lambda p: p.grad * 2, fullgraph=True)(p)
 
 
 def test_an_in_place_step_on_a_leaf_with_gradients_on_raises_as_eager():

@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 
 from symshape.ir import TensorMeta, Var
-from symshape.trace.errors import TracingError
+from symshape.trace.errors import TracingError, cannot_trace
 
 
 class InputAutograd:
@@ -97,9 +97,11 @@ class InputAutograd:
             )
             return None
         if type(g) is not torch.Tensor or g.layout is not torch.strided:
-            raise TracingError(
-                f"{label}.grad is a {type(g).__name__} with layout {g.layout}; symshape reads "
-                "only dense torch.Tensor gradients. Fix: read it outside the jit-compiled function."
+            cannot_trace(  # the call runs eagerly (fullgraph=True: this error)
+                b.ctx,
+                f"{label}.grad is a {type(g).__name__} with layout {g.layout}, which symshape's "
+                "traced tensors cannot stand for (it reads only dense torch.Tensor gradients)",
+                "read it outside the jit-compiled function",
             )
         meta = item.proxy._ss_meta
         gname = b.local(f"{label}_grad")
