@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import itertools
 import types
 import warnings
@@ -184,3 +185,61 @@ def test_a_returned_cpp_object_holding_computed_tensors_runs_the_call_eagerly():
             torch.testing.assert_close(got[1], want[1])
     with pytest.raises(symshape.TracingError, match="SDPAParams"):
         symshape.jit(lambda q: _attention_params(q * 1, q, q), fullgraph=True)(torch.randn(3))
+
+
+def _counter(x):
+    n = x.shape[0]
+
+    def inc():
+        nonlocal n
+        n += 1
+        return n
+
+    inc()
+    return inc
+
+
+class _Scaled:
+    def __init__(self, w):
+        self.w = w
+
+    def f(self):
+        return self.w * 2
+
+
+def _bound_method(c, x):
+    c.w = c.w + x
+    return c.f
+
+
+def _partial_of_values(x):
+    return functools.partial(torch.add, x + 1, alpha=2)
+
+
+def _lambda_with_a_default(x):
+    y = x * 2
+    return lambda z, k=y: z + k
+
+
+def test_returned_functions_are_this_calls():
+    """Variants of dynamo's test_reconstruct "return a closure" programs: a closure
+    with a cell of its own, a bound method of an argument, a partial and a lambda
+    default holding this call's tensors are made anew on every call, as eager's
+    (the first call's had been returned again, or held trace placeholders)."""
+    jc = symshape.jit(_counter, dynamic=True)
+    for n in (3, 3, 5):
+        a, b = jc(torch.randn(n)), _counter(torch.randn(n))
+        assert (a(), a()) == (b(), b()) == (n + 2, n + 3)
+    assert jc(torch.randn(3)) is not jc(torch.randn(3))
+    jm = symshape.jit(_bound_method, dynamic=True)
+    for n in (3, 3, 4):
+        mine, theirs = _Scaled(torch.ones(n)), _Scaled(torch.ones(n))
+        x = torch.full((n,), float(n))
+        got, want = jm(mine, x), _bound_method(theirs, x)
+        assert got.__self__ is mine
+        torch.testing.assert_close(got(), want())
+    for fn in (_partial_of_values, _lambda_with_a_default):
+        jf = symshape.jit(fn, dynamic=True)
+        for n in (3, 3, 6):
+            x, z = torch.full((n,), float(n)), torch.ones(n)
+            torch.testing.assert_close(jf(x)(z), fn(x)(z))

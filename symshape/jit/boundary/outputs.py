@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import collections.abc
+import functools
 import inspect
 import itertools
 import types
@@ -120,14 +121,29 @@ def flatten(
             return ("const", x)  # `o.attr = DEFAULTS`: eager stores that very tuple
         if t is tuple or t is list:
             return (t, [walk(y) for y in x])
-        if t is types.FunctionType and id(x) not in tagged and _closes_over_traced(x):
-            # a closure the function returns (`def inner(): return x * 3`): made again
-            # on every call around that call's values, as eager's closes over its own
+        if t is types.FunctionType and id(x) not in tagged and _made_anew(x, existing):
+            # a closure the function returns (`def inner(): return x * 3`, a counter it
+            # keeps in a cell): made again on every call around that call's values, as
+            # eager's closes over its own; its defaults too (`lambda z, k=x * 2: z + k`)
             tagged.add(id(x))
             # a cell that was there before the call (the function's own closure's:
             # `nonlocal out` of an enclosing scope) is shared, as eager shares it
-            return ("closure", x, [("cell", c) if id(c) in cells else walk(_cell(c))
-                                   for c in x.__closure__])  # fmt: skip
+            spec = ("closure", x, [("cell", c) if id(c) in cells else walk(_cell(c))
+                                   for c in x.__closure__ or ()])  # fmt: skip
+            return spec + ([walk(d) for d in x.__defaults__],) if x.__defaults__ else spec
+        if t is functools.partial and (  # one the call made, or holding its values: anew
+            (existing is not None and not existing(x)) or holds_traced([x.args, x.keywords])
+        ):
+            kw = list(x.keywords)
+            parts = [
+                walk(x.func),
+                ("const", kw),
+                *map(walk, x.args),
+                *map(walk, x.keywords.values()),
+            ]
+            return ("call", _partial, parts)
+        if t is types.MethodType and not isinstance(x.__self__, type):  # `return c.f`:
+            return ("call", types.MethodType, [walk(x.__func__), walk(x.__self__)])  # this call's c
         return _structure(x, t, walk, rebuilt)
 
     def walk(x, _walk=walk):  # an object found twice is built once (``_shared``)
@@ -293,7 +309,7 @@ _UNSHARED = ("leaf", "const", "ref", "param", "same")  # identity kept without a
 # (index, False) for a list of (name, spec) pairs
 _PARTS = {
     tuple: ((1, True),), list: ((1, True),), dict: ((2, True),), "call": ((2, True),),
-    "closure": ((2, True),), "pytree": ((3, True),), "tagged": ((1, False),),
+    "closure": ((2, True), (3, True)), "pytree": ((3, True),), "tagged": ((1, False),),
     "object": ((2, False),), "tuple_subclass": ((2, True), (3, False)),
     "keyed": ((1, True), (2, True)),
     "mapping": ((3, True), (4, False)), "sequence": ((2, True), (3, False)),
@@ -422,8 +438,21 @@ def _cell(c):
         return _EMPTY
 
 
-def _closes_over_traced(fn) -> bool:
-    return any(holds_traced(_cell(c)) for c in fn.__closure__ or ())
+def _made_anew(fn, existing) -> bool:
+    """Is a function the call returns or stores made again on every call: one the call
+    made with cells of its own (`nonlocal n`), or one that holds traced values in its
+    cells or defaults?"""
+    return bool(
+        (fn.__closure__ and existing is not None and not existing(fn))
+        or any(holds_traced(_cell(c)) for c in fn.__closure__ or ())
+        or (fn.__defaults__ and holds_traced(fn.__defaults__))
+    )
+
+
+def _partial(func, keys: list, *values):
+    """``functools.partial`` made again from its parts (``keys``: its keywords')."""
+    n = len(values) - len(keys)
+    return functools.partial(func, *values[:n], **dict(zip(keys, values[n:])))
 
 
 def _closure(s, it, objects, memo):
@@ -435,8 +464,9 @@ def _closure(s, it, objects, memo):
             continue
         v = _build(c, it, objects, memo)
         cells.append(types.CellType() if v is _EMPTY else types.CellType(v))
+    defaults = tuple(_build(c, it, objects, memo) for c in s[3]) if len(s) > 3 else None
     new = types.FunctionType(
-        fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, tuple(cells)
+        fn.__code__, fn.__globals__, fn.__name__, defaults or fn.__defaults__, tuple(cells) or None
     )
     new.__kwdefaults__ = fn.__kwdefaults__
     new.__qualname__ = fn.__qualname__
