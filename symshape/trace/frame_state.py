@@ -119,6 +119,11 @@ def is_transparent(code: types.CodeType) -> bool:
     return code in _TRANSPARENT
 
 
+# a missing attribute of a traced tensor raises eager's AttributeError: the program's
+# (failures.raised_by_user_code), so the call runs eagerly and raises it there
+transparent(TensorProxy.__getattr__.__code__)
+
+
 def _user_frames(boundary) -> list | None:
     """The frames from the tracer's call (outermost first) down to the innermost one
     that is not symshape's (the read machinery below it is left out)."""

@@ -7,6 +7,7 @@ the failure is a ``RuntimeAssertionError``. Each function is traced at one size
 and run at others, passing and failing, against eager on fresh state."""
 
 import contextlib
+import warnings
 
 import pytest
 import torch
@@ -263,3 +264,25 @@ def test_an_error_raised_through_the_trace_has_eagers_context(fn, good, bad):
         jf(*good)  # a trace made: the error comes from its check, run again
     assert _chain(jf, *bad) == _chain(fn, *bad)
     assert _chain(jf, *bad)[-1] == "LookupError: the caller's own"
+
+
+def _warns_then_calls_a_missing_method(x):
+    warnings.warn("careful", stacklevel=1)
+    return x.doesnotexist()
+
+
+def test_a_missing_tensor_attribute_raises_after_eagers_warnings():
+    """dynamo's test_compilation_tensor_invalid_method: eager warns, then raises
+    AttributeError; the call runs eagerly and does both (the warning, recorded
+    while tracing, had been lost with the attempt)."""
+    seen = []
+    for fn in (
+        _warns_then_calls_a_missing_method,
+        symshape.jit(_warns_then_calls_a_missing_method),
+    ):
+        with warnings.catch_warnings(record=True) as ws:
+            warnings.simplefilter("always")
+            with pytest.raises(AttributeError, match="doesnotexist"):
+                fn(torch.randn(3))
+        seen.append([str(w.message) for w in ws])
+    assert seen[0] == seen[1] == ["careful"]
