@@ -121,29 +121,9 @@ def flatten(
             return ("const", x)  # `o.attr = DEFAULTS`: eager stores that very tuple
         if t is tuple or t is list:
             return (t, [walk(y) for y in x])
-        if t is types.FunctionType and id(x) not in tagged and _made_anew(x, existing):
-            # a closure the function returns (`def inner(): return x * 3`, a counter it
-            # keeps in a cell): made again on every call around that call's values, as
-            # eager's closes over its own; its defaults too (`lambda z, k=x * 2: z + k`)
-            tagged.add(id(x))
-            # a cell that was there before the call (the function's own closure's:
-            # `nonlocal out` of an enclosing scope) is shared, as eager shares it
-            spec = ("closure", x, [("cell", c) if id(c) in cells else walk(_cell(c))
-                                   for c in x.__closure__ or ()])  # fmt: skip
-            return spec + ([walk(d) for d in x.__defaults__],) if x.__defaults__ else spec
-        if t is functools.partial and (  # one the call made, or holding its values: anew
-            (existing is not None and not existing(x)) or holds_traced([x.args, x.keywords])
-        ):
-            kw = list(x.keywords)
-            parts = [
-                walk(x.func),
-                ("const", kw),
-                *map(walk, x.args),
-                *map(walk, x.keywords.values()),
-            ]
-            return ("call", _partial, parts)
-        if t is types.MethodType and not isinstance(x.__self__, type):  # `return c.f`:
-            return ("call", types.MethodType, [walk(x.__func__), walk(x.__self__)])  # this call's c
+        spec = _function_spec(x, t, walk, tagged, cells, existing)
+        if spec is not None:
+            return spec
         return _structure(x, t, walk, rebuilt)
 
     def walk(x, _walk=walk):  # an object found twice is built once (``_shared``)
@@ -168,6 +148,31 @@ def flatten(
     if shared:
         spec = _shared(spec, {id(built[k]): k for k in shared})
     return leaves, spec
+
+
+def _function_spec(x, t: type, walk, tagged: set, cells, existing) -> tuple | None:
+    """The spec of a function, ``functools.partial`` or bound method the call returns
+    or stores that is made anew on every call (``flatten``'s ``walk`` for its parts);
+    None for any other value."""
+    if t is types.FunctionType and id(x) not in tagged and _made_anew(x, existing):
+        # a closure the function returns (`def inner(): return x * 3`, a counter it
+        # keeps in a cell): made again on every call around that call's values, as
+        # eager's closes over its own; its defaults too (`lambda z, k=x * 2: z + k`)
+        tagged.add(id(x))
+        # a cell that was there before the call (the function's own closure's:
+        # `nonlocal out` of an enclosing scope) is shared, as eager shares it
+        spec = ("closure", x, [("cell", c) if id(c) in cells else walk(_cell(c))
+                               for c in x.__closure__ or ()])  # fmt: skip
+        return spec + ([walk(d) for d in x.__defaults__],) if x.__defaults__ else spec
+    if t is functools.partial and (  # one the call made, or holding its values: anew
+        (existing is not None and not existing(x)) or holds_traced([x.args, x.keywords])
+    ):
+        func = walk(x.func)  # walked in the order the parts are built
+        values = [*map(walk, x.args), *map(walk, x.keywords.values())]
+        return ("call", _partial, [func, ("const", list(x.keywords)), *values])
+    if t is types.MethodType and not isinstance(x.__self__, type):  # `return c.f`: bound
+        return ("call", types.MethodType, [walk(x.__func__), walk(x.__self__)])  # to this c
+    return None
 
 
 def _special(x, t: type, walk) -> tuple | None:
