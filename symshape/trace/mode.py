@@ -185,19 +185,15 @@ class TracingMode(TorchFunctionMode):
         if _creates_graph(func, args, kwargs):  # its backward would differentiate a trace's
             if not self.ctx.falls_back:  # (a trace's backward is not differentiable): the
                 raise error  # whole call runs eagerly, as eager's second-order graph needs
-            where = user_location()
-            raise RunsEagerly(
-                f"`{op_name(func)}(..., create_graph=True)`"
-                + (f" (at {where.describe()})" if where else "")
-                + " differentiates what the traced code computed, twice",
+            raise _the_call_eagerly(
+                f"`{op_name(func)}(..., create_graph=True)`",
+                " differentiates what the traced code computed, twice",
                 "compute higher-order gradients outside the jit-compiled function",
             )
         if self.ctx.falls_back and _makes_another_layout(op_name(func)):
-            where = user_location()
-            raise RunsEagerly(
-                f"`{op_name(func)}` makes a sparse or MKL-DNN tensor"
-                + (f" (at {where.describe()})" if where else "")
-                + ", which symshape's traced tensors (strided) cannot stand for",
+            raise _the_call_eagerly(
+                f"`{op_name(func)}` makes a sparse or MKL-DNN tensor",
+                ", which symshape's traced tensors (strided) cannot stand for",
                 "make it outside the jit-compiled function, or keep the tensor dense",
             )
         out = eager_call(self.ctx, func, op_name(func), args, kwargs, why)
@@ -230,6 +226,12 @@ def _makes_another_layout(name: str) -> bool:
     ``sparse_coo_tensor``, ``to_mkldnn``)."""
     short = name.rsplit(".", 1)[-1]
     return short.startswith(("to_sparse", "sparse_", "_sparse_", "to_mkldnn"))
+
+
+def _the_call_eagerly(what: str, why: str, fix: str) -> RunsEagerly:
+    """The signal that the whole call runs eagerly: ``what`` at the user's line, ``why``."""
+    where = user_location()
+    return RunsEagerly(what + (f" (at {where.describe()})" if where else "") + why, fix)
 
 
 def _any_traced(args: tuple, kwargs: dict) -> bool:
