@@ -82,8 +82,9 @@ def _apply(apply, patches) -> Callable:
             out = _through_trace(mode.ctx, cls, args, kwargs, apply)
             if out is not NOT_NEEDED:
                 return out
-            if kwargs and not _apply_takes_keywords(apply):
-                return apply.__get__(None, cls)(*args, **kwargs)  # eager's TypeError
+            if (kwargs and not _apply_takes_keywords(apply)) or _batched_inputs(args, kwargs):
+                # eager's TypeError; or under a traced vmap, whose batched values decide
+                return apply.__get__(None, cls)(*args, **kwargs)
             # no input needs a gradient: eager's apply runs forward without gradients,
             # so what it computes from a parameter it reaches needs none either
             with torch.no_grad():
@@ -145,13 +146,17 @@ def _without_grad(cls, args: tuple, kwargs: dict):
     return tuple(map(made_anew, out)) if isinstance(out, tuple) else made_anew(out)
 
 
+def _batched_inputs(args: tuple, kwargs: dict) -> bool:
+    from symshape.trace.batching import Batched
+
+    return any(type(a) is Batched for a in pytree.tree_leaves((args, kwargs)))
+
+
 def _vmapped(cls, args: tuple, kwargs: dict) -> bool:
     """Is ``cls`` applied to a tensor of a traced ``torch.vmap``, and not a Function
     whose vmap rule is its forward (``generate_vmap_rule=True``, no ``vmap`` of its
     own), which tracing the forward under vmap gives?"""
-    from symshape.trace.batching import Batched
-
-    if not any(type(a) is Batched for a in pytree.tree_leaves((args, kwargs))):
+    if not _batched_inputs(args, kwargs):
         return False
     own_rule = getattr(cls, "vmap", None) is not getattr(torch.autograd.Function, "vmap", None)
     return own_rule or not getattr(cls, "generate_vmap_rule", False)
@@ -166,9 +171,17 @@ def _through_trace(ctx, cls, args: tuple, kwargs: dict, apply=None):
         for a in (*args, *kwargs.values())
         if (isinstance(a, TensorProxy) and ctx.meta(a).requires_grad)
         or (type(a) is torch.Tensor and a.requires_grad and not a.is_meta)
+        or (_batched_inputs((a,), {}) and a._ss_value.requires_grad)  # under a traced vmap
     ]  # fmt: skip
     if not needs:
         return NOT_NEEDED
+    if _batched_inputs(needs, {}):  # its vmap rule made from forward, and its backward
+        cannot_trace(  # batched too: eager's functorch, not a trace
+            ctx,
+            f"custom autograd.Function `{cls.__name__}` is applied under torch.vmap to "
+            "tensors that need gradients",
+            "apply it outside the jit-compiled function, or under torch.no_grad()",
+        )
     traced = _custom_apply[0]
     if traced is not None and not kwargs:
         out = traced(ctx, cls, args)
