@@ -240,10 +240,10 @@ class Replay:
             elif kind == "deque":
                 obj.clear()
                 obj.extend(v)
-            elif kind == "add":  # a set added to
-                obj.add(v)
+            elif kind == "add":  # a set added to (past a subclass's own add, which ran
+                set.add(obj, v)  # traced: its effect is what is written)
             elif kind == "discard":
-                obj.discard(v)
+                set.discard(obj, v)
             elif kind == "module":  # nn.Module.__setattr__: a plain attribute of a module
                 nn.Module.__setattr__(obj, key, v)  # (past the class's own, which ran traced)
             elif kind == "item":  # a global name (its module's dict), a dict's key
