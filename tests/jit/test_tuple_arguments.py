@@ -74,3 +74,25 @@ def test_a_returned_tuple_argument_is_the_callers_tuple(cls):
         (got, y), (_, want_y) = jf(tup, x), _returns_the_tuple(tup, x)
         assert got is tup
         torch.testing.assert_close(y, want_y)
+
+
+def test_a_namedtuple_with_its_own_getitem_is_traced_under_fullgraph():
+    """dynamo's test_namedtuple_with_custom_getitem: the class's __getitem__ closes
+    over a tensor the call is also passed; the code never calls it, so the call is
+    traced (tracking the tuple had walked its class's methods, and refused it)."""
+    a = torch.ones(3)
+
+    class Pair(typing.NamedTuple):
+        x: torch.Tensor
+        y: torch.Tensor
+
+        def __getitem__(self, i):
+            return a
+
+    def fn(p, t):
+        return p.x + p.y + t
+
+    jf = symshape.jit(fn, dynamic=True, fullgraph=True)
+    for n in (3, 3):
+        p = Pair(torch.randn(n), torch.randn(n))
+        torch.testing.assert_close(jf(p, a), fn(p, a))

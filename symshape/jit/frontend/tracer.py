@@ -659,7 +659,9 @@ def _guard_python_state(b: Builder, fn, module, inputs: tuple):
         fns.append(forward)  # the user's own module (an installed package's is not)
     hooked = [module] if module is not None else b.roots
     fns += hook_functions(hooked)
-    classes = {type(c) for c, _ in b.tracked.values()}  # `a + b` runs Variable.__add__
+    # `a + b` runs Variable.__add__ (a tuple's class: not walked, as before tuples were
+    # tracked for their identity)
+    classes = {type(c) for c, _ in b.tracked.values() if not isinstance(c, tuple)}
     # a tensor subclass's __torch_function__ runs on every op of its instances
     classes |= {type(i.example) for i in b.tensors if subclasses.traceable(type(i.example))}
     if isinstance(module, nn.Module):  # the user's submodules' methods: globals, defaults

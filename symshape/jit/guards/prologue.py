@@ -390,9 +390,16 @@ class Builder(ObjectInputs, ModuleInputs):
         )
         if t in (list, collections.deque):  # handed over as itself: writes replayed
             self.tracked[id(value)] = (value, path)
+        if t in (tuple, list, collections.deque):
+            at, parts = "{}[{}]", value
+        else:  # a NamedTuple subclass's own __getitem__ is not what eager's p.x reads
+            at, parts = (
+                self.const(tuple.__getitem__, "_tuple_item") + "({}, {})",
+                tuple.__iter__(value),
+            )
         items = [
-            self.walk(v, f"{loc}[{i}]", f"{label}[{i}]", out, path=f"{path}[{i}]")
-            for i, v in enumerate(value)
+            self.walk(v, at.format(loc, i), f"{label}[{i}]", out, path=at.format(path, i))
+            for i, v in enumerate(parts)
         ]
         if t in (list, collections.deque):
             self._swap(value, "item", items)
