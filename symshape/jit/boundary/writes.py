@@ -356,11 +356,11 @@ def _small_item_changes(c, kind: str, old) -> list | None:
                 if k == 0 or (c.maxlen is not None and len(old) + len(added) - k == c.maxlen):
                     return [("extend", None, added)] if added else []
         return None
-    elif kind == "set":  # `SEEN.add(key)`: its additions and removals, by identity
-        new = list(c)
+    elif kind == "set":  # `SEEN.add(key)`: its additions and removals, by identity;
+        new = list(c)  # removals first, as the slot one frees takes the next addition
         was, now = {id(x) for x in old}, {id(x) for x in new}
-        out = [("add", None, x) for x in new if id(x) not in was]
-        return out + [("discard", None, x) for x in old if id(x) not in now]
+        out = [("discard", None, x) for x in old if id(x) not in now]
+        return out + [("add", None, x) for x in new if id(x) not in was]
     return None
 
 
