@@ -87,3 +87,23 @@ def test_a_jit_function_under_a_transform_runs_as_python(fn):
         assert torch.equal(torch.vmap(jf)(x.expand(4, n)), torch.vmap(fn)(x.expand(4, n)))
         assert torch.equal(jacrev(jf)(x), jacrev(fn)(x))
     assert jf.stats.eager_calls == 6
+
+
+def test_a_custom_function_vmapped_over_tensors_that_need_gradients_runs_eagerly():
+    """dynamo's test_vmap_generate_rule_compiled, vmap inside the traced code: the
+    vmapped Function's output had needed no gradient, so x's came out 3 where
+    eager's (the Function's own backward, 3, plus 3) is 6."""
+
+    def fn(x):
+        return torch.vmap(_NewStyle.apply)(x) + x * 3
+
+    grads = []
+    for f in (symshape.jit(fn), fn):
+        x = torch.ones(2, 3, dtype=torch.float64, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            f(x).sum().backward()
+        grads.append(x.grad)
+    torch.testing.assert_close(grads[0], grads[1])
+    with pytest.raises(symshape.TracingError, match=r"under torch\.vmap"):
+        symshape.jit(fn, fullgraph=True)(torch.ones(2, 3, requires_grad=True))

@@ -3,7 +3,6 @@ vmap.py, batching.py): elementwise ops and advanced indexing broadcast over the
 batch, other ops run once per entry; traced at one shape, run at others against
 eager's vmap, values and gradients."""
 
-import warnings
 
 import pytest
 import torch
@@ -201,38 +200,3 @@ def test_copies_casts_and_activations_of_an_entry_are_of_the_whole_batch():
         x = torch.randn(n, 2, 4)
         torch.testing.assert_close(f(x), fn(x))
     assert f.stats.compiles == 1  # nothing ran once per entry: the batch size stays symbolic
-
-
-class _Double(torch.autograd.Function):
-    generate_vmap_rule = True
-
-    @staticmethod
-    def forward(x):
-        return x * 2
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        pass
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad * 2
-
-
-def test_a_custom_function_vmapped_over_tensors_that_need_gradients_runs_eagerly():
-    """dynamo's test_vmap_generate_rule_compiled: the vmapped Function's output had
-    needed no gradient, so x's came out 3 where eager's is 5."""
-
-    def fn(x):
-        return torch.vmap(_Double.apply)(x) + x * 3
-
-    grads = []
-    for f in (symshape.jit(fn), fn):
-        x = torch.ones(2, 3, dtype=F64, requires_grad=True)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            f(x).sum().backward()
-        grads.append(x.grad)
-    torch.testing.assert_close(grads[0], grads[1])
-    with pytest.raises(symshape.TracingError, match=r"under torch\.vmap"):
-        symshape.jit(fn, fullgraph=True)(torch.ones(2, 3, requires_grad=True))
