@@ -3,7 +3,6 @@ vmap.py, batching.py): elementwise ops and advanced indexing broadcast over the
 batch, other ops run once per entry; traced at one shape, run at others against
 eager's vmap, values and gradients."""
 
-
 import pytest
 import torch
 
