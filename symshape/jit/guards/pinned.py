@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 
+from symshape.jit.boundary.writes import held_containers
 from symshape.jit.guards.state import _slots, is_plain_object
 
 _MISSING = object()
@@ -39,7 +40,7 @@ class Pinned:
         """Why the trace's writes would miss (the name or a container on the way
         holds another object), or None."""
         now = self.read()
-        if now is self.value and self.ids <= {id(now), *_held_ids(now)}:
+        if now is self.value and self.ids <= {id(now), *map(id, held_containers(now, depth=3))}:
             return None
         return (
             f"{self.label} holds another object than the one the traced call wrote "
@@ -70,16 +71,6 @@ def _paths(value, ids: set, steps: tuple, depth: int, found: dict, seen: set) ->
     seen.add(id(value))
     for step, child in _children(value):
         _paths(child, ids, (*steps, step), depth - 1, found, seen)
-
-
-def _held_ids(value, depth: int = 3) -> list:
-    if depth == 0:
-        return []
-    out = []
-    for _, child in _children(value):
-        out.append(id(child))
-        out += _held_ids(child, depth - 1)
-    return out
 
 
 def _follow(value, steps: tuple):
